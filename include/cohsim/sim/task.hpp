@@ -1,0 +1,141 @@
+// Task<T>: a lazily started C++20 coroutine that can co_await other tasks.
+//
+// A kernel function modelled as `Task<int> llist_add(Cpu&, ...)` is awaited
+// by its caller with `co_await llist_add(cpu, ...)`; control passes by
+// symmetric transfer, so deep call chains cost no stack and no events.
+// An exception thrown inside a task propagates to its awaiter; a top-level
+// task's exception is kept by the Simulator and rethrown from run().
+#pragma once
+
+#include <coroutine>
+#include <exception>
+#include <optional>
+#include <utility>
+
+namespace cohsim::sim {
+
+class Process;
+
+namespace detail {
+
+/// What every task promise holds: who awaits it, the process it is the root
+/// of (if any), and a stored exception.
+struct PromiseBase {
+  std::coroutine_handle<> continuation{};
+  Process* root_of = nullptr;
+  std::exception_ptr error{};
+
+  struct FinalAwaiter {
+    bool await_ready() const noexcept { return false; }
+    template <class P>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
+      auto& p = h.promise();
+      if (p.continuation) return p.continuation;
+      if (p.root_of) on_root_done(p.root_of, p.error);
+      return std::noop_coroutine();
+    }
+    void await_resume() const noexcept {}
+  };
+
+  std::suspend_always initial_suspend() const noexcept { return {}; }
+  FinalAwaiter final_suspend() const noexcept { return {}; }
+  void unhandled_exception() noexcept { error = std::current_exception(); }
+
+  /// Defined in simulator.cpp: records completion of a top-level process.
+  static void on_root_done(Process* p, std::exception_ptr error) noexcept;
+};
+
+}  // namespace detail
+
+/// A coroutine returning T, started when first awaited (or spawned).
+template <class T = void>
+class [[nodiscard]] Task {
+ public:
+  struct promise_type : detail::PromiseBase {
+    std::optional<T> value;
+    Task get_return_object() {
+      return Task(std::coroutine_handle<promise_type>::from_promise(*this));
+    }
+    template <class U>
+    void return_value(U&& v) {
+      value.emplace(std::forward<U>(v));
+    }
+  };
+
+  Task() = default;
+  explicit Task(std::coroutine_handle<promise_type> h) : handle_(h) {}
+  Task(Task&& o) noexcept : handle_(std::exchange(o.handle_, {})) {}
+  Task& operator=(Task&& o) noexcept {
+    if (this != &o) {
+      if (handle_) handle_.destroy();
+      handle_ = std::exchange(o.handle_, {});
+    }
+    return *this;
+  }
+  Task(const Task&) = delete;
+  Task& operator=(const Task&) = delete;
+  ~Task() {
+    if (handle_) handle_.destroy();
+  }
+
+  bool await_ready() const noexcept { return false; }
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiter) noexcept {
+    handle_.promise().continuation = awaiter;
+    return handle_;
+  }
+  T await_resume() {
+    auto& p = handle_.promise();
+    if (p.error) std::rethrow_exception(p.error);
+    return std::move(*p.value);
+  }
+
+  std::coroutine_handle<promise_type> handle() const { return handle_; }
+  std::coroutine_handle<promise_type> release() { return std::exchange(handle_, {}); }
+
+ private:
+  std::coroutine_handle<promise_type> handle_{};
+};
+
+template <>
+class [[nodiscard]] Task<void> {
+ public:
+  struct promise_type : detail::PromiseBase {
+    Task get_return_object() {
+      return Task(std::coroutine_handle<promise_type>::from_promise(*this));
+    }
+    void return_void() const noexcept {}
+  };
+
+  Task() = default;
+  explicit Task(std::coroutine_handle<promise_type> h) : handle_(h) {}
+  Task(Task&& o) noexcept : handle_(std::exchange(o.handle_, {})) {}
+  Task& operator=(Task&& o) noexcept {
+    if (this != &o) {
+      if (handle_) handle_.destroy();
+      handle_ = std::exchange(o.handle_, {});
+    }
+    return *this;
+  }
+  Task(const Task&) = delete;
+  Task& operator=(const Task&) = delete;
+  ~Task() {
+    if (handle_) handle_.destroy();
+  }
+
+  bool await_ready() const noexcept { return false; }
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiter) noexcept {
+    handle_.promise().continuation = awaiter;
+    return handle_;
+  }
+  void await_resume() {
+    if (auto e = handle_.promise().error) std::rethrow_exception(e);
+  }
+
+  std::coroutine_handle<promise_type> handle() const { return handle_; }
+  std::coroutine_handle<promise_type> release() { return std::exchange(handle_, {}); }
+
+ private:
+  std::coroutine_handle<promise_type> handle_{};
+};
+
+}  // namespace cohsim::sim

@@ -1,0 +1,214 @@
+// The discrete-event core: ordering, determinism, nesting, waits, errors, watchdog.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "cohsim/sim/simulator.hpp"
+
+using namespace cohsim::sim;
+
+namespace {
+
+Task<void> record_after(Simulator& sim, Tick d, std::vector<std::string>& log, std::string tag) {
+  co_await sim.delay(d);
+  log.push_back(tag + "@" + std::to_string(sim.now()));
+}
+
+Task<int> add_later(Simulator& sim, int a, int b) {
+  co_await sim.delay(5);
+  co_return a + b;
+}
+
+Task<int> nested_sum(Simulator& sim, int depth) {
+  if (depth == 0) co_return 0;
+  int below = co_await nested_sum(sim, depth - 1);
+  int here = co_await add_later(sim, depth, 0);
+  co_return below + here;
+}
+
+}  // namespace
+
+TEST_CASE("events at equal times run in the order they were scheduled", "[sim]") {
+  Simulator sim;
+  std::vector<std::string> log;
+  for (int i = 0; i < 5; ++i) sim.spawn("p" + std::to_string(i), record_after(sim, 10, log, "p" + std::to_string(i)));
+  sim.run();
+  REQUIRE(log == std::vector<std::string>{"p0@10", "p1@10", "p2@10", "p3@10", "p4@10"});
+}
+
+TEST_CASE("delays advance time exactly and events run in time order", "[sim]") {
+  Simulator sim;
+  std::vector<std::string> log;
+  sim.spawn("late", record_after(sim, 7000, log, "late"));
+  sim.spawn("early", record_after(sim, 3, log, "early"));
+  sim.spawn("zero", record_after(sim, 0, log, "zero"));
+  REQUIRE(sim.run() == RunEnd::all_done);
+  REQUIRE(log == std::vector<std::string>{"zero@0", "early@3", "late@7000"});
+  REQUIRE(sim.now() == 7000);
+}
+
+TEST_CASE("nested coroutine awaits return values and accumulate time", "[sim]") {
+  Simulator sim;
+  int result = -1;
+  auto top = [&]() -> Task<void> { result = co_await nested_sum(sim, 100); };
+  sim.spawn("top", top());
+  sim.run();
+  REQUIRE(result == 5050);
+  REQUIRE(sim.now() == 500);
+}
+
+TEST_CASE("a run is deterministic: two identical runs give identical traces", "[sim]") {
+  auto trace = [] {
+    Simulator sim;
+    std::vector<std::string> log;
+    for (int i = 0; i < 50; ++i)
+      sim.spawn("p", record_after(sim, static_cast<Tick>((i * 7919) % 13), log, std::to_string(i)));
+    sim.run();
+    return log;
+  };
+  REQUIRE(trace() == trace());
+}
+
+TEST_CASE("notify wakes every waiter at the notifying time, in wait order", "[sim]") {
+  Simulator sim;
+  Signal sig;
+  std::vector<std::string> log;
+  auto waiter = [&](std::string tag) -> Task<void> {
+    co_await sig.wait(sim, "test signal");
+    log.push_back(tag + "@" + std::to_string(sim.now()));
+  };
+  auto notifier = [&]() -> Task<void> {
+    co_await sim.delay(42);
+    REQUIRE(sig.notify_all(sim) == 2);
+  };
+  sim.spawn("a", waiter("a"));
+  sim.spawn("b", waiter("b"));
+  sim.spawn("n", notifier());
+  sim.run();
+  REQUIRE(log == std::vector<std::string>{"a@42", "b@42"});
+}
+
+TEST_CASE("a wait with a deadline ends by timeout when nobody notifies", "[sim]") {
+  Simulator sim;
+  Signal sig;
+  bool timed_out = false;
+  Tick woke = 0;
+  auto waiter = [&]() -> Task<void> {
+    co_await sig.wait(sim, "test", 0, 100);
+    timed_out = sim.current()->timed_out();
+    woke = sim.now();
+  };
+  sim.spawn("w", waiter());
+  sim.run();
+  REQUIRE(timed_out);
+  REQUIRE(woke == 100);
+}
+
+TEST_CASE("a notify before the deadline wins and the stale timeout is ignored", "[sim]") {
+  Simulator sim;
+  Signal sig;
+  int wakeups = 0;
+  auto waiter = [&]() -> Task<void> {
+    co_await sig.wait(sim, "test", 0, 100);
+    REQUIRE_FALSE(sim.current()->timed_out());
+    ++wakeups;
+    co_await sim.delay(500);
+  };
+  auto notifier = [&]() -> Task<void> {
+    co_await sim.delay(10);
+    sig.notify_all(sim);
+  };
+  sim.spawn("w", waiter());
+  sim.spawn("n", notifier());
+  sim.run();
+  REQUIRE(wakeups == 1);
+  REQUIRE(sim.now() == 510);
+}
+
+TEST_CASE("an exception inside a task reaches run()", "[sim]") {
+  Simulator sim;
+  auto thrower = [&]() -> Task<int> {
+    co_await sim.delay(3);
+    throw std::runtime_error("model failed");
+    co_return 0;
+  };
+  auto top = [&]() -> Task<void> { co_await thrower(); };
+  sim.spawn("top", top());
+  REQUIRE_THROWS_WITH(sim.run(), "model failed");
+}
+
+TEST_CASE("the watchdog names a process that waits forever", "[sim][watchdog]") {
+  Simulator sim;
+  Signal never;
+  sim.set_address_describer([](std::uint64_t) { return std::string("csd.flags"); });
+  auto stuck = [&]() -> Task<void> { co_await never.wait(sim, "csd_lock_wait", 0x1040); };
+  sim.spawn("cpu0", stuck());
+  try {
+    sim.run();
+    FAIL("run() returned");
+  } catch (const WatchdogError& e) {
+    std::string what = e.what();
+    CHECK(what.find("deadlock") != std::string::npos);
+    CHECK(what.find("cpu0") != std::string::npos);
+    CHECK(what.find("csd_lock_wait") != std::string::npos);
+    CHECK(what.find("csd.flags") != std::string::npos);
+  }
+}
+
+TEST_CASE("the watchdog stops a livelock that never advances time", "[sim][watchdog]") {
+  Simulator sim;
+  auto spinner = [&]() -> Task<void> {
+    for (;;) co_await sim.delay(0);
+  };
+  sim.spawn("spinner", spinner());
+  RunLimits limits;
+  limits.max_events_per_tick = 10'000;
+  REQUIRE_THROWS_AS(sim.run(limits), WatchdogError);
+}
+
+TEST_CASE("the watchdog stops a run that advances time without progress", "[sim][watchdog]") {
+  Simulator sim;
+  auto spinner = [&]() -> Task<void> {
+    for (;;) co_await sim.delay(kNs);
+  };
+  sim.spawn("spinner", spinner());
+  RunLimits limits;
+  limits.max_time_without_progress = kUs;
+  REQUIRE_THROWS_WITH(sim.run(limits), Catch::Contains("no progress"));
+}
+
+TEST_CASE("daemons do not keep a run alive", "[sim]") {
+  Simulator sim;
+  Signal never;
+  auto idle = [&]() -> Task<void> { co_await never.wait(sim, "idle"); };
+  std::vector<std::string> log;
+  sim.spawn("idle", idle(), /*daemon=*/true);
+  sim.spawn("work", record_after(sim, 9, log, "work"));
+  REQUIRE(sim.run() == RunEnd::all_done);
+  REQUIRE(log.size() == 1);
+}
+
+TEST_CASE("run stops at the time limit and can continue", "[sim]") {
+  Simulator sim;
+  std::vector<std::string> log;
+  sim.spawn("a", record_after(sim, 100, log, "a"));
+  RunLimits limits;
+  limits.until = 50;
+  REQUIRE(sim.run(limits) == RunEnd::time_limit);
+  REQUIRE(log.empty());
+  REQUIRE(sim.run() == RunEnd::all_done);
+  REQUIRE(log.size() == 1);
+}
+
+TEST_CASE("time units parse once into picoseconds", "[sim]") {
+  REQUIRE(parse_time("34ns") == 34000u);
+  REQUIRE(parse_time("1.5us") == 1500000u);
+  REQUIRE(parse_time("0") == 0u);
+  REQUIRE_FALSE(parse_time("34").has_value());
+  REQUIRE_FALSE(parse_time("-3ns").has_value());
+  REQUIRE_FALSE(parse_time("3 parsecs").has_value());
+  REQUIRE(parse_frequency("2.6GHz") == Approx(2.6e9));
+  REQUIRE(parse_size("24MiB") == 24u * 1024 * 1024);
+  REQUIRE_FALSE(parse_size("1.5B").has_value());
+}
