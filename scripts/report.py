@@ -1,0 +1,611 @@
+#!/usr/bin/python3
+"""Turn cohsim results into a short Markdown report (for patch-review email),
+a self-contained HTML report (plots inline) and PNG + SVG plots.
+
+  scripts/report.py sweep-out/x/results.csv --out DIR [--baseline V] [--title T]
+  scripts/report.py --from-json DIR/compare.json --out DIR     (cohsim compare --report)
+
+From a sweep CSV it also reads sweep.json and points/*.json beside the CSV, when
+present, for the grid labels, the platform, contended lines and phases.
+Importable: report_from_csv(), report_from_compare_json(), build_report().
+Needs matplotlib: run with /usr/bin/python3 (Debian python3-matplotlib).
+"""
+
+import argparse
+import base64
+import html
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cohsim_results as cr  # noqa: E402
+
+TOP_LINES = 5
+
+
+class InputError(Exception):
+    pass
+
+
+# ------------------------------------------------------------ loading ---
+
+def _doc_run(doc, params):
+    return {"variant": doc.get("variant") or "", "seed": doc.get("seed", ""),
+            "params": params, "metrics": cr.numeric_metrics(doc),
+            "contention": doc.get("contention"), "phases": doc.get("phases")}
+
+
+def load_csv(csv_path):
+    """A sweep CSV (+ sweep.json and points/*.json beside it) as report data."""
+    csv_path = Path(csv_path)
+    try:
+        swept, _, rows = cr.read_results_csv(csv_path)
+    except OSError as e:
+        raise InputError("cannot read %s: %s" % (csv_path, e))
+    base = csv_path.parent
+    desc = {}
+    if (base / "sweep.json").exists():
+        try:
+            desc = json.loads((base / "sweep.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            desc = {}
+    docs = {}
+    for f in sorted((base / "points").rglob("*.json")) if (base / "points").is_dir() else []:
+        d = cr.load_result(f)
+        if d is not None:
+            docs[f.stem] = d
+
+    def key(variant, seed, params):
+        return (variant, str(seed), tuple(cr.value_str(params.get(n, "")) for n in swept))
+    by_content = {key(d.get("variant", ""), d.get("seed", ""), d.get("params") or {}): d
+                  for d in docs.values()}
+    runs, failed = [], 0
+    for r in rows:
+        if r["status"] != "ok":
+            failed += 1
+            continue
+        doc = None
+        for v in (r["variant"], ""):
+            doc = doc or docs.get(cr.point_id(v, r["params"], r["seed"]))
+        doc = doc or by_content.get(key(r["variant"], r["seed"], r["params"])) or {}
+        runs.append({"variant": r["variant"], "seed": r["seed"], "params": r["params"],
+                     "metrics": r["metrics"], "contention": doc.get("contention"),
+                     "phases": doc.get("phases")})
+    first = next(iter(docs.values()), {})
+    variants = [v or first.get("variant", "") for v in desc.get("variants", [])]
+    order = desc.get("param_order") or list(desc.get("params") or {})
+    swept = [n for n in order if n in swept] + [n for n in swept if n not in order]
+    return {"scenario": (rows[0]["scenario"] if rows else desc.get("scenario", "")),
+            "platform": first.get("platform"), "workload": first.get("workload"),
+            "fixed": desc.get("set") or {}, "swept": swept, "variants": variants,
+            "order": {n: [cr.value_str(v) for v in vals]
+                      for n, vals in (desc.get("params") or {}).items() if isinstance(vals, list)},
+            "baseline": None, "runs": runs, "failed": failed,
+            "sensitivity": None, "difference_range": None, "source": csv_path.name}
+
+
+def load_compare(data):
+    """The compare.json document written by `cohsim compare` as report data."""
+    runs_in = data.get("runs")
+    if not isinstance(runs_in, list):
+        raise InputError("compare JSON has no \"runs\" list")
+    docs = [d for d in runs_in if isinstance(d, dict) and isinstance(d.get("metrics"), dict)]
+    values = {}
+    for d in docs:
+        for k, v in (d.get("params") or {}).items():
+            values.setdefault(k, set()).add(json.dumps(v, sort_keys=True))
+    swept = sorted(k for k, s in values.items() if len(s) > 1)
+    runs = [_doc_run(d, {n: cr.value_str((d.get("params") or {}).get(n, "")) for n in swept})
+            for d in docs]
+    first = docs[0] if docs else {}
+    return {"scenario": data.get("scenario") or first.get("scenario", ""),
+            "platform": data.get("platform") or first.get("platform"),
+            "workload": data.get("workload") or first.get("workload"),
+            "fixed": data.get("params") or {}, "swept": swept, "variants": [],
+            "baseline": data.get("baseline"), "runs": runs,
+            "failed": len(runs_in) - len(docs),
+            "sensitivity": data.get("sensitivity") or None,
+            "difference_range": data.get("difference_range") or None,
+            "source": "compare.json"}
+
+
+# ------------------------------------------------------------ analysis ---
+
+def _sort_key(v):
+    n = cr.parse_number(v)
+    return (0, n, "") if n is not None else (1, 0.0, str(v))
+
+
+def param_values(runs, name, order=None):
+    """Values of a swept param present in runs: in the sweep's own order when
+    known (order: {name: [values]} from sweep.json), else sorted numerically."""
+    present = {r["params"].get(name, "") for r in runs}
+    given = [v for v in ((order or {}).get(name) or []) if v in present]
+    return given + sorted(present - set(given), key=_sort_key)
+
+
+def is_pow2_like(values):
+    """cpus-like: positive integers spanning >= 8x, most of them powers of two."""
+    nums = [cr.parse_number(v) for v in values]
+    if len(nums) < 3 or any(n is None or n <= 0 or n != int(n) for n in nums):
+        return False
+    pow2 = sum(1 for n in nums if int(n) & (int(n) - 1) == 0)
+    return max(nums) / min(nums) >= 8 and pow2 * 2 >= len(nums)
+
+
+def stats(values):
+    if not values:
+        return None
+    return {"min": min(values), "median": statistics.median(values),
+            "max": max(values), "n": len(values)}
+
+
+def group_stats(runs, variant, metric):
+    return stats([r["metrics"][metric] for r in runs
+                  if r["variant"] == variant and metric in r["metrics"]])
+
+
+def summary_point(data):
+    """Params of the point summarised in tables: the largest value of each
+    swept param (e.g. the most CPUs) when such runs exist."""
+    runs, swept = data["runs"], data["swept"]
+    if not swept:
+        return {}
+    point = {n: param_values(runs, n, data.get("order"))[-1] for n in swept}
+    if any(all(r["params"].get(n) == v for n, v in point.items()) for r in runs):
+        return point
+    counts = {}
+    for r in runs:
+        k = tuple(r["params"].get(n, "") for n in swept)
+        counts[k] = counts.get(k, 0) + 1
+    return dict(zip(swept, max(counts, key=counts.get)))
+
+
+def runs_at(runs, point):
+    return [r for r in runs if all(r["params"].get(n) == v for n, v in point.items())]
+
+
+# ------------------------------------------------------------ plots ---
+
+def _plt():
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError("report.py needs matplotlib: apt-get install python3-matplotlib "
+                         "and run it with /usr/bin/python3")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.rcParams.update({"svg.hashsalt": "cohsim", "figure.dpi": 100, "font.size": 9})
+    return plt
+
+
+def _save(plt, fig, out_dir, stem, caption, plots):
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(str(out_dir / ("%s.%s" % (stem, ext))), format=ext, bbox_inches="tight",
+                    metadata={"Date": None} if ext == "svg" else None)
+    plt.close(fig)
+    plots.append((stem + ".png", caption))
+
+
+def _stem(text):
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "metric"
+
+
+def plot_sweeps(plt, data, metrics, out_dir, plots):
+    runs, swept = data["runs"], data["swept"]
+    xname, others = swept[0], swept[1:]
+    xs = param_values(runs, xname, data.get("order"))
+    nums = [cr.parse_number(x) for x in xs]
+    numeric = all(n is not None for n in nums)
+    log2 = numeric and is_pow2_like(xs)
+    combos = sorted({tuple(r["params"].get(n, "") for n in others) for r in runs},
+                    key=lambda c: [_sort_key(v) for v in c])
+    colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+    styles = ["-", "--", ":", "-."]
+    for m in metrics:
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        for vi, variant in enumerate(data["variants"]):
+            for ci, combo in enumerate(combos):
+                pos, med, lo, hi = [], [], [], []
+                for i, x in enumerate(xs):
+                    pt = dict(zip(others, combo), **{xname: x})
+                    s = group_stats(runs_at(runs, pt), variant, m)
+                    if s:
+                        pos.append(nums[i] if numeric else i)
+                        med.append(s["median"])
+                        lo.append(s["min"])
+                        hi.append(s["max"])
+                if not pos:
+                    continue
+                label = variant + "".join(", %s=%s" % kv for kv in zip(others, combo))
+                line, = ax.plot(pos, med, marker="o", markersize=3, label=label,
+                                color=colors[vi % len(colors)],
+                                linestyle=styles[ci % len(styles)])
+                if any(a != b for a, b in zip(lo, hi)):
+                    ax.fill_between(pos, lo, hi, alpha=0.2, color=line.get_color(), linewidth=0)
+        if log2:
+            ax.set_xscale("log", base=2)
+        if numeric:
+            ax.set_xticks([n for n in nums])
+            ax.set_xticklabels(xs)
+            ax.minorticks_off()
+        else:
+            ax.set_xticks(range(len(xs)))
+            ax.set_xticklabels(xs)
+        ax.set_xlabel(xname)
+        ax.set_ylabel(m)
+        ax.set_title("%s vs %s" % (m, xname))
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+        _save(plt, fig, out_dir, "metric_" + _stem(m),
+              "%s vs %s (median, band = min..max over seeds)" % (m, xname), plots)
+
+
+def plot_difference(plt, diffs, baseline, where, out_dir, plots):
+    """Horizontal bars: percent difference of each variant's median to baseline."""
+    items = [(m, v, p) for m, v, p in diffs if p is not None]
+    if not items:
+        return
+    fig, ax = plt.subplots(figsize=(6.4, 1.0 + 0.28 * len(items)))
+    labels = ["%s (%s)" % (m, v) for m, v, _ in items]
+    vals = [p for _, _, p in items]
+    ax.barh(range(len(items)), vals, color=["#2a7ab0" if p >= 0 else "#c8553d" for p in vals])
+    ax.set_yticks(range(len(items)))
+    ax.set_yticklabels(labels)
+    ax.invert_yaxis()
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_xlabel("difference of median vs %s (%%)" % baseline)
+    ax.set_title("Difference vs %s%s" % (baseline, where))
+    ax.grid(True, axis="x", alpha=0.3)
+    _save(plt, fig, out_dir, "difference", "Difference of medians vs %s%s" % (baseline, where),
+          plots)
+
+
+def plot_tornado(plt, sens, out_dir, plots):
+    groups = {}
+    for s in sens:
+        groups.setdefault((s.get("metric", ""), s.get("variant", "")), []).append(s)
+    fig, axes = plt.subplots(len(groups), 1, squeeze=False,
+                             figsize=(6.4, sum(1.4 + 0.45 * len(g) for g in groups.values())))
+    for ax, ((metric, variant), items) in zip(axes[:, 0], groups.items()):
+        items = sorted(items, key=lambda s: -abs(_num(s.get("value_high")) - _num(s.get("value_low"))))
+        center = _center(items[0])
+        for i, s in enumerate(items):
+            lo, hi = _num(s.get("value_low")), _num(s.get("value_high"))
+            c = _center(s)
+            ax.barh(i, lo - c, left=c, color="#c8553d", label="param low" if i == 0 else None)
+            ax.barh(i, hi - c, left=c, color="#2a7ab0", label="param high" if i == 0 else None)
+        ax.axvline(center, color="black", linewidth=0.8)
+        ax.set_yticks(range(len(items)))
+        ax.set_yticklabels(["%s\n(%s .. %s)" % (s.get("param"), s.get("low"), s.get("high"))
+                            for s in items], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel(metric + ("  [%s]" % variant if variant else ""))
+        ax.set_title("Sensitivity of %s (line: nominal %s)" % (metric, cr.fmt_num(center)))
+        ax.grid(True, axis="x", alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    _save(plt, fig, out_dir, "tornado", "Tornado: %s at each parameter's low/high end"
+          % ", ".join(m for m, _ in groups), plots)
+
+
+def _num(v):
+    n = None if v is None else cr.parse_number(v)
+    return float("nan") if n is None else n
+
+
+def _center(s):
+    b = s.get("baseline_value")
+    if b is not None and cr.parse_number(b) is not None:
+        return cr.parse_number(b)
+    return (_num(s.get("value_low")) + _num(s.get("value_high"))) / 2
+
+
+def plot_phases(plt, phase_names, table, variants, out_dir, plots):
+    fig, ax = plt.subplots(figsize=(6.4, 1.2 + 0.45 * len(variants)))
+    left = [0.0] * len(variants)
+    for ph in phase_names:
+        vals = [table[v].get(ph, 0.0) for v in variants]
+        ax.barh(range(len(variants)), vals, left=left, label=ph)
+        left = [a + b for a, b in zip(left, vals)]
+    ax.set_yticks(range(len(variants)))
+    ax.set_yticklabels(variants)
+    ax.invert_yaxis()
+    ax.set_xlabel("time (ns, median over seeds)")
+    ax.set_title("Time by phase")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _save(plt, fig, out_dir, "phases", "Time by phase per variant", plots)
+
+
+# ------------------------------------------------------------ rendering ---
+
+def md_table(headers, rows, aligns):
+    cells = [[str(c) for c in r] for r in [headers] + rows]
+    w = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+
+    def line(r):
+        return "| " + " | ".join(c.rjust(w[i]) if aligns[i] == "r" else c.ljust(w[i])
+                                 for i, c in enumerate(r)) + " |"
+    sep = "|" + "|".join(("-" * (w[i] + 1) + ":") if a == "r" else ("-" * (w[i] + 2))
+                         for i, a in enumerate(aligns)) + "|"
+    return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
+
+
+def to_markdown(blocks, plots):
+    out = []
+    for b in blocks:
+        if b[0] == "h1":
+            out.append("# " + b[1])
+        elif b[0] == "h2":
+            out.append("## " + b[1])
+        elif b[0] == "p":
+            out.append(b[1])
+        elif b[0] == "ul":
+            out.append("\n".join("- " + i for i in b[1]))
+        elif b[0] == "table":
+            out.append(md_table(*b[1:]))
+    if plots:
+        names = sorted({re.sub(r"_.*", "_*", p[:-4]) + ".png" for p, _ in plots})
+        out.append("Plots: %d, inline in report.html; as PNG and SVG beside it (%s)."
+                   % (len(plots), ", ".join(names)))
+    return "\n\n".join(out) + "\n"
+
+
+def _inline(text):
+    return re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(text))
+
+
+CSS = ("body{font-family:sans-serif;max-width:60em;margin:2em auto;color:#222}"
+       "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;"
+       "padding:2px 8px}th{background:#f2f2f2}td.r{text-align:right;font-variant-numeric:"
+       "tabular-nums}code{background:#f4f4f4}figure{margin:1em 0}img{max-width:100%}")
+
+
+def to_html(blocks, plots, out_dir, title):
+    out = ["<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>%s</title>"
+           "<style>%s</style></head><body>" % (html.escape(title), CSS)]
+    for b in blocks:
+        if b[0] in ("h1", "h2"):
+            out.append("<%s>%s</%s>" % (b[0], _inline(b[1]), b[0]))
+        elif b[0] == "p":
+            out.append("<p>%s</p>" % _inline(b[1]))
+        elif b[0] == "ul":
+            out.append("<ul>%s</ul>" % "".join("<li>%s</li>" % _inline(i) for i in b[1]))
+        elif b[0] == "table":
+            headers, rows, aligns = b[1:]
+            out.append("<table><tr>%s</tr>%s</table>" % (
+                "".join("<th>%s</th>" % _inline(h) for h in headers),
+                "".join("<tr>%s</tr>" % "".join(
+                    "<td%s>%s</td>" % (' class="r"' if a == "r" else "", _inline(str(c)))
+                    for c, a in zip(r, aligns)) for r in rows)))
+    if plots:
+        out.append("<h2>Plots</h2>")
+    for name, caption in plots:
+        data = base64.b64encode((out_dir / name).read_bytes()).decode()
+        out.append('<figure><img alt="%s" src="data:image/png;base64,%s"><figcaption>%s'
+                   "</figcaption></figure>" % (html.escape(caption), data, html.escape(caption)))
+    out.append("</body></html>\n")
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------ report ---
+
+def build_report(data, out_dir, baseline=None, title=None):
+    """Write report.md, report.html and the plots for `data` (from load_csv or
+    load_compare) into out_dir. Returns {"md", "html", "plots": [png names]}."""
+    plt = _plt()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    runs = data["runs"]
+    if not runs:
+        raise InputError("no successful runs to report on (%d failed)" % data["failed"])
+    variants = [v for v in data["variants"] if any(r["variant"] == v for r in runs)]
+    for r in runs:
+        if r["variant"] not in variants:
+            variants.append(r["variant"])
+    data["variants"] = variants
+    baseline = baseline or data.get("baseline") or variants[0]
+    if baseline not in variants:
+        raise InputError("baseline variant %r not among %s" % (baseline, ", ".join(variants)))
+    others = [v for v in variants if v != baseline]
+    metrics = sorted({m for r in runs for m in r["metrics"]})
+    point = summary_point(data)
+    here = runs_at(runs, point)
+    where = (" at " + ", ".join("%s=%s" % kv for kv in point.items())) if point else ""
+    seeds = sorted({str(r["seed"]) for r in runs}, key=_sort_key)
+    title = title or "cohsim: %s" % Path(str(data["scenario"])).stem
+
+    info = ["Scenario: `%s`" % data["scenario"]]
+    if data.get("platform"):
+        info.append("Platform: %s" % data["platform"])
+    if data.get("workload"):
+        info.append("Workload: %s" % data["workload"])
+    for n in data["swept"]:
+        info.append("Swept: %s = %s" % (n, ", ".join(param_values(runs, n, data.get("order")))))
+    info.append("Variants: %s (baseline: %s)" % (", ".join(variants), baseline))
+    info.append("Seeds: %s (%d)" % (", ".join(seeds), len(seeds)))
+    if data["failed"]:
+        info.append("Failed or missing runs: %d (not included)" % data["failed"])
+    blocks = [("h1", title), ("ul", info)]
+
+    multi = any((group_stats(here, v, m) or {}).get("n", 0) > 1 for v in variants for m in metrics)
+    rows, diffs = [], []
+    for m in metrics:
+        base = group_stats(here, baseline, m)
+        for v in [baseline] + others:
+            s = group_stats(here, v, m)
+            if not s:
+                continue
+            p = None if v == baseline else cr.pct_diff(s["median"], base and base["median"])
+            if v != baseline:
+                diffs.append((m, v, p))
+            vals = ([cr.fmt_num(s["min"]), cr.fmt_num(s["median"]), cr.fmt_num(s["max"])]
+                    if multi else [cr.fmt_num(s["median"])])
+            rows.append([m, v] + vals + (["base" if v == baseline else cr.fmt_pct(p)]
+                                         if others else []))
+    heads = (["metric", "variant"] + (["min", "median", "max"] if multi else ["value"])
+             + (["vs " + baseline] if others else []))
+    blocks += [("h2", "Results" + where),
+               ("table", heads, rows, ["l", "l"] + ["r"] * (len(heads) - 2))]
+
+    if data["swept"] and others:
+        xname, rest = data["swept"][0], {n: point[n] for n in data["swept"][1:]}
+        xs = param_values(runs, xname, data.get("order"))
+        trows = []
+        for m in metrics:
+            for v in others:
+                cells = []
+                for x in xs:
+                    sub = runs_at(runs, dict(rest, **{xname: x}))
+                    s, b = group_stats(sub, v, m), group_stats(sub, baseline, m)
+                    cells.append(cr.fmt_pct(cr.pct_diff(s["median"], b["median"]))
+                                 if s and b else "-")
+                trows.append([m if len(others) == 1 else "%s (%s)" % (m, v)] + cells)
+        label = "".join(", %s=%s" % kv for kv in rest.items())
+        blocks += [("h2", "Median difference vs %s by %s%s" % (baseline, xname, label)),
+                   ("table", ["metric"] + ["%s=%s" % (xname, x) for x in xs], trows,
+                    ["l"] + ["r"] * len(xs))]
+
+    plots = []
+    sens = [s for s in (data.get("sensitivity") or []) if isinstance(s, dict)]
+    if sens or data.get("difference_range"):
+        blocks.append(("h2", "Sensitivity"))
+    if sens:
+        same = len({(s.get("metric"), s.get("variant")) for s in sens}) == 1
+        if same:
+            blocks.append(("p", "Effect of each parameter's low/high end on %s%s:" % (
+                sens[0].get("metric", ""),
+                " (%s)" % sens[0]["variant"] if sens[0].get("variant") else "")))
+        srows = []
+        for s in sorted(sens, key=lambda s: -abs(_num(s.get("value_high")) - _num(s.get("value_low")))):
+            c = _center(s)
+            srows.append([s.get("param", ""), "%s .. %s" % (s.get("low"), s.get("high"))]
+                         + ([] if same else [s.get("metric", ""), s.get("variant", "")])
+                         + [cr.fmt_num(s.get("value_low")), cr.fmt_num(c),
+                            cr.fmt_num(s.get("value_high")),
+                            cr.fmt_pct(cr.pct_diff(_num(s.get("value_low")), c)),
+                            cr.fmt_pct(cr.pct_diff(_num(s.get("value_high")), c))])
+        heads = ["param", "range"] + ([] if same else ["metric", "variant"])
+        blocks.append(("table", heads + ["at low", "nominal", "at high", "low", "high"],
+                       srows, ["l"] * len(heads) + ["r"] * 5))
+        plot_tornado(plt, sens, out_dir, plots)
+    rng = data.get("difference_range") or {}
+    if rng:
+        blocks.append(("p", "Predicted difference (%s vs %s) over the parameter ranges:"
+                       % (", ".join(others) or "variant", baseline)))
+        blocks.append(("ul", ["%s: %s .. %s" % (m, cr.fmt_num(r.get("low")), cr.fmt_num(r.get("high")))
+                              for m, r in rng.items() if isinstance(r, dict)]))
+
+    crows = []
+    for v in variants:
+        agg, nseeds = {}, 0
+        for r in (x for x in here if x["variant"] == v and isinstance(x.get("contention"), list)):
+            nseeds += 1
+            for c in r["contention"]:
+                if not isinstance(c, dict):
+                    continue
+                t = c.get("transfers")
+                parts = t if isinstance(t, dict) else {"total": t or 0}
+                a = agg.setdefault(c.get("symbol", "?"), {"home": c.get("home_node", ""),
+                                                          "parts": {}})
+                for k, n in parts.items():
+                    if isinstance(n, (int, float)):
+                        a["parts"][k] = a["parts"].get(k, 0) + n
+        top = sorted(agg.items(), key=lambda kv: -sum(kv[1]["parts"].values()))[:TOP_LINES]
+        for sym, a in top:
+            crows.append((v, sym, a["home"], {k: n / nseeds for k, n in a["parts"].items()}))
+    if crows:
+        keys = sorted({k for *_, p in crows for k in p})
+        keys = keys if len(keys) <= 4 and keys != ["total"] else []
+        blocks += [("h2", "Top contended lines" + where),
+                   ("table", ["variant", "line", "home", "transfers"] + keys,
+                    [[v, "`%s`" % s, h, cr.fmt_num(sum(p.values()))]
+                     + [cr.fmt_num(p.get(k, 0)) for k in keys] for v, s, h, p in crows],
+                    ["l", "l", "r", "r"] + ["r"] * len(keys))]
+
+    phase_names, ptable = [], {}
+    for v in variants:
+        per = {}
+        for r in (x for x in here if x["variant"] == v and isinstance(x.get("phases"), dict)):
+            for ph, ns in r["phases"].items():
+                if isinstance(ns, (int, float)):
+                    per.setdefault(ph, []).append(ns)
+                    if ph not in phase_names:
+                        phase_names.append(ph)
+        if per:
+            ptable[v] = {ph: statistics.median(vals) for ph, vals in per.items()}
+    if ptable:
+        pv = [v for v in variants if v in ptable]
+        tot = {v: sum(ptable[v].values()) or 1.0 for v in pv}
+        prow = [[ph] + ["%s (%.0f%%)" % (cr.fmt_num(ptable[v].get(ph, 0)),
+                                          100.0 * ptable[v].get(ph, 0) / tot[v]) for v in pv]
+                for ph in phase_names]
+        prow.append(["total"] + [cr.fmt_num(sum(ptable[v].values())) for v in pv])
+        blocks += [("h2", "Time by phase (ns)" + where),
+                   ("table", ["phase"] + pv, prow, ["l"] + ["r"] * len(pv))]
+
+    fixed = data.get("fixed") or {}
+    if fixed:
+        blocks += [("h2", "Parameters"),
+                   ("p", ", ".join("`%s=%s`" % (k, cr.value_str(v)) for k, v in sorted(fixed.items())))]
+
+    if data["swept"]:
+        plot_sweeps(plt, data, metrics, out_dir, plots)
+    if others:
+        plot_difference(plt, diffs, baseline, where, out_dir, plots)
+    if ptable:
+        plot_phases(plt, phase_names, ptable, [v for v in variants if v in ptable], out_dir, plots)
+
+    md = out_dir / "report.md"
+    cr.atomic_write_text(md, to_markdown(blocks, plots))
+    page = out_dir / "report.html"
+    cr.atomic_write_text(page, to_html(blocks, plots, out_dir, title))
+    return {"md": md, "html": page, "plots": [p for p, _ in plots]}
+
+
+def report_from_csv(csv_path, out_dir, baseline=None, title=None):
+    return build_report(load_csv(csv_path), out_dir, baseline, title)
+
+
+def report_from_compare_json(path, out_dir, baseline=None, title=None):
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError("cannot read %s: %s" % (path, e))
+    if not isinstance(data, dict):
+        raise InputError("%s: expected a JSON object" % path)
+    return build_report(load_compare(data), out_dir, baseline, title)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Markdown/HTML/PNG/SVG report from cohsim results.")
+    ap.add_argument("csv", nargs="?", help="results.csv written by scripts/sweep.py")
+    ap.add_argument("--from-json", metavar="FILE", help="compare.json written by cohsim compare")
+    ap.add_argument("--out", metavar="DIR",
+                    help="output directory (default: report/ beside the input)")
+    ap.add_argument("--baseline", metavar="VARIANT",
+                    help="variant to compare against (default: compare.json's, else the first)")
+    ap.add_argument("--title", metavar="T", help="report title")
+    args = ap.parse_args(argv)
+    if bool(args.csv) == bool(args.from_json):
+        ap.error("give either SWEEP.csv or --from-json FILE")
+    src = Path(args.csv or args.from_json)
+    out = Path(args.out) if args.out else src.parent / "report"
+    try:
+        if args.csv:
+            res = report_from_csv(src, out, args.baseline, args.title)
+        else:
+            res = report_from_compare_json(src, out, args.baseline, args.title)
+    except InputError as e:
+        sys.stderr.write("report.py: error: %s\n" % e)
+        return 2
+    sys.stderr.write("wrote %s, %s and %d plot(s) (PNG + SVG) in %s\n"
+                     % (res["md"].name, res["html"].name, len(res["plots"]), out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

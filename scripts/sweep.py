@@ -1,0 +1,608 @@
+#!/usr/bin/python3
+"""Run a cohsim scenario over a grid of parameters, variants and seeds.
+
+  scripts/sweep.py configs/scenarios/x.json --param cpus=2,4,8,16,32,64,96 \\
+      --variant cmpxchg,fetch-add --seeds 3 [--set k=v ...] [-j N] [--out DIR]
+
+Every point runs `cohsim run SCENARIO [--variant V] --set k=v... --seed S
+--json DIR/points/<point-id>.json -q` (from the repo root). Results land in
+DIR/results.csv (one row per point and seed; columns scenario, variant, seed,
+param.<name>..., metric.<name>..., status) and DIR/sweep.json describes the grid.
+
+Re-running the same command resumes: points whose result JSON is complete are
+skipped, incomplete or corrupt ones run again. A failed point keeps its command
+line and stderr in DIR/points/<id>.err; the others go on. Exit status: 0 all
+points ok, 1 some point failed, 2 bad arguments.
+
+More than one machine (GNU parallel):
+  scripts/sweep.py SCENARIO ... --out DIR --emit-joblist jobs.txt
+  parallel --sshlogin 8/host1,8/host2 --joblog jobs.log < jobs.txt
+  rsync -a host1:REPO/DIR/points/ DIR/points/   # for each host
+  scripts/sweep.py --collect DIR
+Each job line is `cd REPO && mkdir -p DIR/points && build/release/cohsim run ...`
+with paths relative to the repo root, so every host needs the repo (with the
+binary built) checked out at the SAME absolute path as here. Points already
+complete in DIR/points are left out of the job list.
+"""
+
+import argparse
+import itertools
+import json
+import os
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cohsim_results as cr  # noqa: E402
+
+STDERR_TAIL_LINES = 15
+DETAILED_FAILURES = 3   # full command + stderr tail for the first few failures
+
+
+class UsageError(Exception):
+    pass
+
+
+# ------------------------------------------------------------ arguments ---
+
+def split_list(text, what):
+    """Comma separated list; duplicates and empty items are errors."""
+    items = [s.strip() for s in text.split(",")]
+    if any(not s for s in items):
+        raise UsageError("empty item in %s list %r" % (what, text))
+    dup = sorted({s for s in items if items.count(s) > 1})
+    if dup:
+        raise UsageError("duplicate %s value(s) %s in %r" % (what, ", ".join(dup), text))
+    return items
+
+
+def parse_assignment(spec, what):
+    name, sep, value = spec.partition("=")
+    name = name.strip()
+    if not sep or not name:
+        raise UsageError("%s must look like NAME=VALUE, got %r" % (what, spec))
+    return name, value.strip()
+
+
+def parse_params(specs):
+    """['cpus=2,4', 'x=a'] -> [('cpus', ['2', '4']), ('x', ['a'])] (command-line order)."""
+    out = []
+    for spec in specs or []:
+        name, values = parse_assignment(spec, "--param")
+        if any(n == name for n, _ in out):
+            raise UsageError("--param %s given twice" % name)
+        if not values:
+            raise UsageError("--param %s has no values" % name)
+        out.append((name, split_list(values, "--param " + name)))
+    return out
+
+
+def parse_variants(text):
+    """None or '' -> [''] (the scenario default), else the listed names."""
+    if text is None or text.strip() == "":
+        return [""]
+    return split_list(text, "--variant")
+
+
+def parse_seeds(seeds, seed_list):
+    if seeds is not None and seed_list is not None:
+        raise UsageError("give either --seeds N or --seed-list, not both")
+    if seed_list is not None:
+        out = []
+        for s in split_list(seed_list, "--seed-list"):
+            try:
+                out.append(int(s))
+            except ValueError:
+                raise UsageError("--seed-list: %r is not an integer" % s)
+        return out
+    n = 1 if seeds is None else seeds
+    if n < 1:
+        raise UsageError("--seeds must be at least 1")
+    return list(range(1, n + 1))
+
+
+def expand_grid(params, variants, seeds):
+    """Cartesian product variants x params x seeds, as a list of points:
+    {"id", "variant", "seed", "params": {name: value}} in a stable order."""
+    names = [n for n, _ in params]
+    points = []
+    for variant in variants:
+        for combo in itertools.product(*[vals for _, vals in params]):
+            p = dict(zip(names, combo))
+            for seed in seeds:
+                points.append({"id": cr.point_id(variant, p, seed),
+                               "variant": variant, "seed": seed, "params": p})
+    return points
+
+
+def repo_relative(path):
+    """Path relative to the repo root if inside it, else absolute (as text)."""
+    p = Path(path).resolve()
+    try:
+        return p.relative_to(cr.REPO_ROOT).as_posix()
+    except ValueError:
+        return str(p)
+
+
+def resolve_scenario(scenario):
+    """The scenario argument as cohsim should see it from the repo root."""
+    if Path(scenario).exists():
+        return repo_relative(scenario)
+    return scenario  # maybe already repo-relative, or a name cohsim resolves
+
+
+def resolve_cohsim(arg):
+    if arg:
+        return str(Path(arg).resolve())
+    env = os.environ.get("COHSIM")
+    if env:
+        return str(Path(env).resolve())
+    return str(cr.REPO_ROOT / cr.DEFAULT_COHSIM)
+
+
+def point_command(cohsim, scenario, point, fixed, json_path):
+    cmd = [cohsim, "run", scenario]
+    if point["variant"]:
+        cmd += ["--variant", point["variant"]]
+    for k, v in list(fixed) + list(point["params"].items()):
+        cmd += ["--set", "%s=%s" % (k, v)]
+    cmd += ["--seed", str(point["seed"]), "--json", json_path, "-q"]
+    return cmd
+
+
+def sweep_description(scenario, params, variants, seeds, fixed, points, cohsim):
+    return {
+        "tool": "scripts/sweep.py",
+        "scenario": scenario,
+        "params": {n: v for n, v in params},
+        "param_order": [n for n, _ in params],
+        "variants": variants,
+        "seeds": seeds,
+        "set": {k: v for k, v in fixed},
+        "cohsim": cohsim,
+        "points": points,
+    }
+
+
+# ------------------------------------------------------------ progress ---
+
+def fmt_duration(s):
+    s = int(round(s))
+    if s >= 3600:
+        return "%d:%02d:%02d" % (s // 3600, s % 3600 // 60, s % 60)
+    return "%d:%02d" % (s // 60, s % 60)
+
+
+class Progress:
+    """done/failed/total, elapsed, time left; one updating line on a TTY,
+    a line per completed point otherwise, nothing when quiet."""
+
+    def __init__(self, total, already_done, quiet, jobs=1, stream=None):
+        self.stream = stream or sys.stderr
+        self.quiet = quiet
+        self.tty = self.stream.isatty()
+        self.total, self.done, self.failed = total, already_done, 0
+        self.to_run = total - already_done
+        self.finished, self.busy, self.jobs = 0, 0.0, jobs
+        self.start = time.monotonic()
+        self.lock = threading.Lock()
+
+    def _status(self):
+        elapsed = time.monotonic() - self.start
+        left = ""
+        if self.finished:  # mean point duration x remaining points / parallelism
+            remaining = self.to_run - self.finished
+            left = ", ~%s left" % fmt_duration(
+                self.busy / self.finished * remaining / max(1, min(self.jobs, remaining)))
+        return "[%d done, %d failed / %d] %s elapsed%s" % (
+            self.done, self.failed, self.total, fmt_duration(elapsed), left)
+
+    def point_done(self, point_id, ok, seconds):
+        with self.lock:
+            self.finished += 1
+            self.busy += seconds
+            if ok:
+                self.done += 1
+            else:
+                self.failed += 1
+            if self.quiet:
+                return
+            if self.tty:
+                self.stream.write("\r\x1b[K" + self._status())
+            else:
+                self.stream.write("%s %s %s (%.1fs)\n" % (
+                    self._status(), "ok" if ok else "FAILED", point_id, seconds))
+            self.stream.flush()
+
+    def message(self, text):
+        """Print a block of text (e.g. a failure) without garbling the TTY line."""
+        with self.lock:
+            if self.tty and not self.quiet:
+                self.stream.write("\r\x1b[K" + text + "\n" + self._status())
+            else:
+                self.stream.write(text + "\n")
+            self.stream.flush()
+
+    def tick(self):
+        """On a TTY, refresh the line every second so elapsed time moves."""
+        if not self.tty or self.quiet:
+            return
+
+        def loop():
+            while not self.closed.wait(1.0):
+                with self.lock:
+                    self.stream.write("\r\x1b[K" + self._status())
+                    self.stream.flush()
+        self.closed = threading.Event()
+        threading.Thread(target=loop, daemon=True).start()
+
+    def close(self):
+        if getattr(self, "closed", None):
+            self.closed.set()
+        if self.tty and not self.quiet:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+# ------------------------------------------------------------ running ---
+
+class Runner:
+    def __init__(self, timeout):
+        self.timeout = timeout
+        self.stop = threading.Event()
+        self.procs = set()
+        self.lock = threading.Lock()
+
+    def run(self, cmd, json_path, err_path):
+        """Run one point; returns (ok, seconds, failure text or None)."""
+        if self.stop.is_set():
+            return None
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(cmd, cwd=str(cr.REPO_ROOT), stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except OSError as e:
+            rc, out, err = "not started", b"", str(e).encode()
+        else:
+            with self.lock:
+                self.procs.add(proc)
+            try:
+                out, err = proc.communicate(timeout=self.timeout)
+                rc = proc.returncode
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+                rc = "timeout after %ss" % self.timeout
+            finally:
+                with self.lock:
+                    self.procs.discard(proc)
+        seconds = time.monotonic() - start
+        if self.stop.is_set() and rc != 0:
+            return None
+        if rc == 0 and cr.is_complete(json_path):
+            try:
+                os.unlink(err_path)
+            except OSError:
+                pass
+            return True, seconds, None
+        why = "exit %s" % rc
+        if rc == 0:
+            why = "exit 0 but %s is missing or incomplete" % json_path
+        stderr = err.decode("utf-8", "replace")
+        report = "# command: %s\n# status: %s\n# seconds: %.2f\n%s" % (
+            shlex.join(cmd), why, seconds, stderr)
+        stdout = out.decode("utf-8", "replace")
+        if stdout.strip():
+            report += "\n# stdout:\n" + stdout
+        cr.atomic_write_text(err_path, report)
+        tail = stderr.rstrip("\n").splitlines()[-STDERR_TAIL_LINES:]
+        text = "FAILED %s (%s)\n  command: %s\n  stderr tail (full in %s):\n%s" % (
+            Path(json_path).stem, why, shlex.join(cmd), err_path,
+            "\n".join("    " + line for line in tail) if tail else "    (empty)")
+        return False, seconds, text
+
+    def kill_all(self):
+        self.stop.set()
+        with self.lock:
+            for p in list(self.procs):
+                try:
+                    p.terminate()
+                except OSError:
+                    pass
+
+
+def result_rows(points, scenario, points_dir, failed_ids):
+    rows = []
+    for p in points:
+        doc = cr.load_result(points_dir / (p["id"] + ".json"))
+        row = {"scenario": scenario, "variant": p["variant"], "seed": p["seed"],
+               "params": p["params"], "metrics": {}, "status": "ok"}
+        if doc is not None:
+            row["variant"] = doc.get("variant") or p["variant"]
+            row["metrics"] = cr.numeric_metrics(doc)
+        else:
+            row["status"] = "failed" if p["id"] in failed_ids else "missing"
+        rows.append(row)
+    return rows
+
+
+def check_existing_sweep(out_dir, desc):
+    old_path = out_dir / "sweep.json"
+    if not old_path.exists():
+        return
+    try:
+        old = json.loads(old_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    for key in ("scenario", "set"):
+        if old.get(key) != desc[key]:
+            raise UsageError(
+                "%s holds a sweep with a different %s (%r, now %r); resuming would mix "
+                "results: use another --out or remove that directory"
+                % (out_dir, "scenario" if key == "scenario" else "--set", old.get(key), desc[key]))
+
+
+def run_sweep(args, scenario, params, variants, seeds, fixed, out_dir):
+    cohsim = resolve_cohsim(args.cohsim)
+    points = expand_grid(params, variants, seeds)
+    desc = sweep_description(scenario, params, variants, seeds, fixed, points, cohsim)
+    check_existing_sweep(out_dir, desc)
+    points_dir = out_dir / "points"
+
+    todo = [p for p in points if not cr.is_complete(points_dir / (p["id"] + ".json"))]
+
+    if args.emit_joblist:
+        desc["cohsim"] = repo_relative(cohsim)
+        cr.atomic_write_text(out_dir / "sweep.json", json.dumps(desc, indent=2) + "\n")
+        rel_points = repo_relative(points_dir)
+        lines = []
+        for p in todo:
+            cmd = point_command(repo_relative(cohsim), scenario, p, fixed,
+                                "%s/%s.json" % (rel_points, p["id"]))
+            lines.append("cd %s && mkdir -p %s && %s" % (
+                shlex.quote(str(cr.REPO_ROOT)), shlex.quote(rel_points), shlex.join(cmd)))
+        cr.atomic_write_text(args.emit_joblist, "".join(l + "\n" for l in lines))
+        if not args.quiet:
+            sys.stderr.write("wrote %d job(s) to %s (%d of %d points already complete); run "
+                             "them with GNU parallel, gather the points, then --collect %s\n"
+                             % (len(lines), args.emit_joblist, len(points) - len(todo),
+                                len(points), out_dir))
+        return 0
+
+    if not (os.path.isfile(cohsim) and os.access(cohsim, os.X_OK)):
+        raise UsageError("cohsim binary not found or not executable: %s (build it with "
+                         "`cmake --preset release && cmake --build --preset release`, or pass "
+                         "--cohsim PATH / set COHSIM)" % cohsim)
+    points_dir.mkdir(parents=True, exist_ok=True)
+    cr.atomic_write_text(out_dir / "sweep.json", json.dumps(desc, indent=2) + "\n")
+    for p in todo:  # stale partial output must not be mistaken for a result
+        try:
+            os.unlink(points_dir / (p["id"] + ".json"))
+        except OSError:
+            pass
+
+    progress = Progress(len(points), len(points) - len(todo), args.quiet, args.jobs)
+    if not args.quiet and len(todo) < len(points):
+        sys.stderr.write("resuming: %d of %d points already complete\n"
+                         % (len(points) - len(todo), len(points)))
+    progress.tick()
+    runner = Runner(args.timeout)
+    failures = {}
+    interrupted = False
+    pool = ThreadPoolExecutor(max_workers=args.jobs)
+    try:
+        futs = {}
+        for p in todo:
+            jp = str(points_dir / (p["id"] + ".json"))
+            cmd = point_command(cohsim, scenario, p, fixed, jp)
+            futs[pool.submit(runner.run, cmd, jp, str(points_dir / (p["id"] + ".err")))] = p
+        for fut in as_completed(futs):
+            res = fut.result()
+            if res is None:
+                continue
+            ok, seconds, text = res
+            if not ok:
+                failures[futs[fut]["id"]] = text
+                if not args.quiet:
+                    progress.message(text if len(failures) <= DETAILED_FAILURES
+                                     else text.split("\n")[0] + " (see its .err file)")
+            progress.point_done(futs[fut]["id"], ok, seconds)
+    except KeyboardInterrupt:
+        interrupted = True
+        runner.kill_all()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        progress.close()
+
+    rows = result_rows(points, scenario, points_dir, failures)
+    cr.write_results_csv(out_dir / "results.csv", rows, [n for n, _ in params])
+    if interrupted:
+        sys.stderr.write("interrupted; results so far in %s; run the same command again "
+                         "to resume\n" % (out_dir / "results.csv"))
+        return 130
+    if failures:
+        if args.quiet:
+            for text in list(failures.values())[:DETAILED_FAILURES]:
+                sys.stderr.write(text + "\n")
+        ids = sorted(failures)
+        more = len(ids) - 10
+        sys.stderr.write("%d of %d point(s) failed: %s%s; stderr of each in %s/<id>.err\n" % (
+            len(failures), len(points), ", ".join(ids[:10]),
+            " and %d more" % more if more > 0 else "", points_dir))
+    if not args.quiet:
+        sys.stderr.write("wrote %s\n" % (out_dir / "results.csv"))
+    return 1 if failures else 0
+
+
+# ------------------------------------------------------------ collect ---
+
+def _sort_key(v):
+    n = cr.parse_number(v)
+    return (0, n, "") if n is not None else (1, 0.0, str(v))
+
+
+def collect(out_dir, quiet):
+    """Build DIR/results.csv from DIR/points/**/*.json without running anything."""
+    points_dir = out_dir / "points"
+    if not points_dir.is_dir():
+        raise UsageError("%s does not exist: gather the result JSON files there first" % points_dir)
+    desc = None
+    if (out_dir / "sweep.json").exists():
+        try:
+            desc = json.loads((out_dir / "sweep.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            desc = None
+    docs, bad = {}, []
+    for f in sorted(points_dir.rglob("*.json")):
+        doc = cr.load_result(f)
+        if doc is None:
+            bad.append(f)
+        elif f.stem in docs:
+            sys.stderr.write("warning: duplicate result %s ignored\n" % f)
+        else:
+            docs[f.stem] = doc
+    for f in bad:
+        sys.stderr.write("warning: %s is incomplete or not JSON; ignored\n" % f)
+
+    if desc and desc.get("points"):
+        names = list(desc.get("param_order") or desc.get("params") or [])
+        grid = desc["points"]
+    else:  # no grid known: the swept params are those that vary across results
+        varying = {}
+        for d in docs.values():
+            for k, v in (d.get("params") or {}).items():
+                varying.setdefault(k, set()).add(json.dumps(v, sort_keys=True))
+        names = sorted(k for k, s in varying.items() if len(s) > 1 and k != "seed")
+        grid = []
+
+    def doc_params(d):
+        dp = d.get("params") or {}
+        return {n: cr.value_str(dp[n]) for n in names if n in dp}
+
+    rows, used, missing = [], set(), []
+    for p in grid:
+        d = docs.get(p["id"])
+        if d is None:  # not under its id: match by content
+            for stem, cand in docs.items():
+                if stem in used:
+                    continue
+                if (str(cand.get("seed")) == str(p["seed"])
+                        and (not p["variant"] or cand.get("variant") == p["variant"])
+                        and doc_params(cand) == {k: cr.value_str(v) for k, v in p["params"].items()}):
+                    d = cand
+                    used.add(stem)
+                    break
+        else:
+            used.add(p["id"])
+        row = {"scenario": desc.get("scenario", ""), "variant": p["variant"],
+               "seed": p["seed"], "params": p["params"], "metrics": {}, "status": "missing"}
+        if d is not None:
+            row.update(variant=d.get("variant") or p["variant"], status="ok",
+                       metrics=cr.numeric_metrics(d))
+        else:
+            missing.append(p["id"])
+        rows.append(row)
+    extra = []
+    for stem, d in docs.items():
+        if stem in used:
+            continue
+        extra.append({"scenario": d.get("scenario", ""), "variant": d.get("variant", ""),
+                      "seed": d.get("seed", ""), "params": doc_params(d),
+                      "metrics": cr.numeric_metrics(d), "status": "ok"})
+    extra.sort(key=lambda r: (r["scenario"], r["variant"],
+                              [_sort_key(r["params"].get(n, "")) for n in names],
+                              _sort_key(r["seed"])))
+    if grid and extra:
+        sys.stderr.write("note: %d result(s) outside the grid of sweep.json included\n" % len(extra))
+    rows += extra
+    cr.write_results_csv(out_dir / "results.csv", rows, names)
+    if not desc:
+        scen = sorted({r["scenario"] for r in rows})
+        cr.atomic_write_text(out_dir / "sweep.json", json.dumps({
+            "tool": "scripts/sweep.py --collect", "inferred": True,
+            "scenario": scen[0] if len(scen) == 1 else scen,
+            "params": {n: sorted({r["params"].get(n, "") for r in rows}, key=_sort_key)
+                       for n in names},
+            "variants": sorted({r["variant"] for r in rows}),
+            "seeds": sorted({r["seed"] for r in rows}, key=_sort_key),
+            "set": {}}, indent=2) + "\n")
+    if missing:
+        sys.stderr.write("%d of %d grid point(s) have no complete result: %s\n"
+                         % (len(missing), len(grid), ", ".join(missing)))
+    if not quiet:
+        sys.stderr.write("collected %d result(s) into %s\n"
+                         % (sum(r["status"] == "ok" for r in rows), out_dir / "results.csv"))
+    return 1 if (missing or bad) else 0
+
+
+# ------------------------------------------------------------ main ---
+
+def build_parser():
+    ap = argparse.ArgumentParser(
+        description="Run a cohsim scenario over a grid of params x variants x seeds.",
+        epilog="Multi-machine: --emit-joblist FILE, run it with GNU parallel "
+               "(repo at the same path on every host), gather DIR/points, then --collect DIR.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("scenario", nargs="?", help="scenario file, e.g. configs/scenarios/x.json")
+    ap.add_argument("--param", action="append", metavar="NAME=V1,V2,...",
+                    help="swept parameter (repeatable); passed as --set NAME=V")
+    ap.add_argument("--variant", metavar="A,B,...",
+                    help="variants to run (default: the scenario's default)")
+    ap.add_argument("--seeds", type=int, metavar="N", help="seeds 1..N (default 1)")
+    ap.add_argument("--seed-list", metavar="S1,S2,...", help="explicit seeds")
+    ap.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
+                    help="fixed setting for every point (repeatable)")
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
+                    help="parallel points (default: %(default)s)")
+    ap.add_argument("--out", metavar="DIR", help="output directory (default: REPO/sweep-out/<scenario stem>)")
+    ap.add_argument("--cohsim", metavar="PATH",
+                    help="simulator binary (default: $COHSIM or build/release/cohsim)")
+    ap.add_argument("--timeout", type=float, metavar="SECONDS", help="per-point time limit")
+    ap.add_argument("--emit-joblist", metavar="FILE",
+                    help="write a GNU parallel job list instead of running")
+    ap.add_argument("--collect", metavar="DIR",
+                    help="build DIR/results.csv from DIR/points/**/*.json; runs nothing")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    return ap
+
+
+def main(argv=None):
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    try:
+        if args.collect:
+            if args.scenario or args.param or args.emit_joblist:
+                raise UsageError("--collect DIR takes no scenario, --param or --emit-joblist")
+            return collect(Path(args.collect).resolve(), args.quiet)
+        if not args.scenario:
+            raise UsageError("a SCENARIO is required (or --collect DIR)")
+        if args.jobs < 1:
+            raise UsageError("-j must be at least 1")
+        if args.timeout is not None and args.timeout <= 0:
+            raise UsageError("--timeout must be positive")
+        params = parse_params(args.param)
+        variants = parse_variants(args.variant)
+        seeds = parse_seeds(args.seeds, args.seed_list)
+        fixed = [parse_assignment(s, "--set") for s in args.set]
+        fixed_names = [k for k, _ in fixed]
+        if len(set(fixed_names)) != len(fixed_names):
+            raise UsageError("the same --set key given twice")
+        both = set(fixed_names) & {n for n, _ in params}
+        if both:
+            raise UsageError("%s is both swept (--param) and fixed (--set)" % ", ".join(sorted(both)))
+        out_dir = Path(args.out).resolve() if args.out else (
+            cr.REPO_ROOT / "sweep-out" / Path(args.scenario).stem)
+        return run_sweep(args, resolve_scenario(args.scenario), params, variants, seeds,
+                         fixed, out_dir)
+    except UsageError as e:
+        sys.stderr.write("%s: error: %s\n" % (ap.prog, e))
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""Tests for scripts/report.py (needs matplotlib: run with /usr/bin/python3).
+
+  /usr/bin/python3 -m unittest discover -s tests/python -v
+"""
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+SCRIPTS = REPO / "scripts"
+FIXTURES = HERE / "fixtures"
+sys.path.insert(0, str(SCRIPTS))
+
+import cohsim_results as cr  # noqa: E402
+import report  # noqa: E402
+
+try:
+    import matplotlib  # noqa: F401
+    HAVE_MPL = True
+except ImportError:  # e.g. a python3 without python3-matplotlib: use /usr/bin/python3
+    HAVE_MPL = False
+NEED_MPL = unittest.skipUnless(HAVE_MPL, "matplotlib missing: run with /usr/bin/python3 "
+                                         "(apt-get install python3-matplotlib)")
+
+
+class FormatTest(unittest.TestCase):
+    def test_fmt_num(self):
+        cases = [(0, "0"), (1234567, "1.235e6"), (0.5, "0.5"), (666.3, "666.3"),
+                 (12.0, "12"), (4800, "4800"), (0.0001234, "1.234e-4"), (-61.75, "-61.75"),
+                 (None, "-")]
+        for v, s in cases:
+            self.assertEqual(cr.fmt_num(v), s, v)
+
+    def test_pct(self):
+        self.assertEqual(cr.fmt_pct(cr.pct_diff(130, 100)), "+30.0%")
+        self.assertEqual(cr.fmt_pct(cr.pct_diff(97.5, 100)), "-2.50%")
+        self.assertEqual(cr.fmt_pct(cr.pct_diff(1, 0)), "n/a")
+
+    def test_parse_number_and_log2_axis(self):
+        self.assertEqual(cr.parse_number("34ns"), 34.0)
+        self.assertEqual(cr.parse_number("2us"), 2000.0)
+        self.assertIsNone(cr.parse_number("fast"))
+        self.assertTrue(report.is_pow2_like(["2", "4", "8", "16", "32", "64", "96"]))
+        self.assertFalse(report.is_pow2_like(["10", "20", "30"]))
+        self.assertFalse(report.is_pow2_like(["a", "b", "c"]))
+
+
+class ReportCase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp(prefix="cohsim-report-test-"))
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def assert_plain_markdown(self, md):
+        self.assertNotRegex(md, r"<[A-Za-z/][^>]*>", "HTML in the Markdown")
+        tables = [l for l in md.splitlines() if l.startswith("|")]
+        self.assertTrue(tables)
+        for l in tables:
+            self.assertTrue(l.endswith("|"), l)
+
+    def assert_outputs(self, out, stems):
+        html = (out / "report.html").read_text()
+        self.assertNotIn('src="http', html)
+        self.assertEqual(html.count('src="data:image/png;base64,'), len(list(out.glob("*.png"))))
+        for stem in stems:
+            self.assertGreater((out / (stem + ".png")).stat().st_size, 1000, stem)
+            self.assertIn("<svg", (out / (stem + ".svg")).read_text()[:2000], stem)
+        md = (out / "report.md").read_text()
+        self.assert_plain_markdown(md)
+        return md, html
+
+
+@NEED_MPL
+class CsvReportTest(ReportCase):
+    def test_report_from_fixture_csv(self):
+        out = self.tmp / "rep"
+        r = subprocess.run([sys.executable, str(SCRIPTS / "report.py"),
+                            str(FIXTURES / "sweep_results.csv"), "--out", str(out),
+                            "--title", "qspinlock: cmpxchg vs fetch-add"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        md, html = self.assert_outputs(out, [
+            "metric_acquire_ns.p50", "metric_acquire_ns.p99", "metric_ops_per_us",
+            "metric_remote_transfers", "difference"])
+        self.assertTrue(md.startswith("# qspinlock: cmpxchg vs fetch-add\n"))
+        self.assertIn("Scenario: `configs/scenarios/qspinlock.json`", md)
+        self.assertIn("Swept: cpus = 2, 4, 8, 16, 32, 64, 96", md)
+        self.assertIn("baseline: cmpxchg", md)
+        self.assertIn("Failed or missing runs: 1", md)
+        self.assertIn("## Results at cpus=96", md)
+        # baseline row, then the other variant with min/median/max and the difference
+        self.assertRegex(md, r"\| acquire_ns\.p50 +\| cmpxchg +\| +1534 \| +1553 \| +1571 \| +base \|")
+        self.assertRegex(md, r"\| acquire_ns\.p50 +\| fetch-add +\| +1097 \| +1097 \| +1097 \| +-29\.4% \|")
+        self.assertIn("## Median difference vs cmpxchg by cpus", md)
+        self.assertIn("<figure><img", html)
+
+    def test_baseline_option_and_errors(self):
+        out = self.tmp / "rep"
+        res = report.report_from_csv(FIXTURES / "sweep_results.csv", out, baseline="fetch-add")
+        md = res["md"].read_text()
+        self.assertIn("| vs fetch-add |", md)
+        self.assertIn("+41.6%", md)
+        r = subprocess.run([sys.executable, str(SCRIPTS / "report.py"),
+                            str(FIXTURES / "sweep_results.csv"), "--out", str(out),
+                            "--baseline", "nosuch"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("baseline variant 'nosuch' not among cmpxchg, fetch-add", r.stderr)
+        r = subprocess.run([sys.executable, str(SCRIPTS / "report.py"), "--out", str(out)],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2)
+
+    def test_report_from_sweep_with_points(self):
+        """A real sweep (fake binary): contention and phases come from points/*.json."""
+        out = self.tmp / "sweep"
+        r = subprocess.run([sys.executable, str(SCRIPTS / "sweep.py"), str(FIXTURES / "compare.json"),
+                            "--param", "cpus=2,4,8", "--variant", "cmpxchg,fetch-add",
+                            "--seeds", "2", "-q", "--out", str(out),
+                            "--cohsim", str(HERE / "fake_cohsim.py")],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = report.report_from_csv(out / "results.csv", out / "report")
+        md = res["md"].read_text()
+        self.assertIn("Platform: kunpeng920", md)
+        self.assertIn("## Top contended lines at cpus=8", md)
+        self.assertRegex(md, r"\| cmpxchg +\| `cmdq\.q\.llq` +\| +0 \| +320 \| +80 \| +240 \|")
+        self.assertIn("## Time by phase (ns) at cpus=8", md)
+        self.assertRegex(md, r"\| claim +\| +960 \(")
+        self.assertIn("phases.png", res["plots"])
+
+
+@NEED_MPL
+class CompareReportTest(ReportCase):
+    def test_report_from_compare_json_with_sensitivity(self):
+        out = self.tmp / "cmp"
+        r = subprocess.run([sys.executable, str(SCRIPTS / "report.py"), "--from-json",
+                            str(FIXTURES / "compare.json"), "--out", str(out)],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        md, _ = self.assert_outputs(out, ["tornado", "difference", "phases"])
+        self.assertIn("Platform: kunpeng920", md)
+        self.assertIn("(baseline: wmb)", md)                 # from compare.json
+        self.assertRegex(md, r"\| cmd_latency_ns\.p50 +\| dma-wmb +\|.*\| +-18\.0% \|")
+        self.assertIn("## Sensitivity", md)
+        self.assertRegex(md, r"\| platform\.interconnect\.die\.latency \| 25ns \.\. 45ns +\| +601 \| "
+                             r"+666\.3 \| +742 \| +-9\.80% \| +\+11\.4% \|")
+        self.assertIn("- cmd_latency_ns.p50: -22.1 .. -14.6", md)
+        self.assertIn("## Top contended lines", md)
+        self.assertIn("`cpus=64`", md)
+        # the widest bar first in the table (largest swing)
+        order = [l.split("|")[1].strip() for l in md.splitlines() if l.startswith("| platform.")]
+        self.assertEqual(order[0], "platform.interconnect.die.latency")
+
+    def test_importable_api(self):
+        res = report.report_from_compare_json(FIXTURES / "compare.json", self.tmp / "x",
+                                              baseline="dma-wmb", title="T")
+        self.assertEqual(sorted(res["plots"]), ["difference.png", "phases.png", "tornado.png"])
+        self.assertTrue(res["md"].read_text().startswith("# T\n"))
+        with self.assertRaises(report.InputError):
+            report.build_report(report.load_compare({"runs": []}), self.tmp / "y")
+
+
+if __name__ == "__main__":
+    unittest.main()
