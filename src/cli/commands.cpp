@@ -1,2 +1,158 @@
-// placeholder replaced by the CLI
-namespace cohsim::cli {}
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <iostream>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "cli.hpp"
+
+namespace cohsim::cli {
+
+namespace po = boost::program_options;
+using nlohmann::json;
+
+std::string source_dir() { return COHSIM_SOURCE_DIR; }
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  std::filesystem::path target(path);
+  std::filesystem::path tmp = target;
+  tmp += fmt::format(".tmp.{}", ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw config::ConfigError(path, "", "cannot write the output file (missing directory or no permission)");
+    out << text;
+    out.flush();
+    if (!out) {
+      std::filesystem::remove(tmp);
+      throw config::ConfigError(path, "", "writing the output file failed");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, target, ec);
+  if (ec) {
+    std::filesystem::remove(tmp);
+    throw config::ConfigError(path, "", "cannot rename the temporary output into place: " + ec.message());
+  }
+}
+
+std::string format_metrics(const scenario::Results& r) {
+  std::size_t width = 0;
+  for (const auto& [k, v] : r.metrics) width = std::max(width, k.size());
+  std::string out;
+  for (const auto& [k, v] : r.metrics) out += fmt::format("  {:<{}}  {:>14.6g}\n", k, width, v);
+  return out;
+}
+
+RunOutput run_scenario(const std::string& path, const std::string& variant,
+                       const std::vector<scenario::Override>& overrides, std::optional<std::uint64_t> seed,
+                       bool progress) {
+  auto s = scenario::load_scenario(path, variant, overrides);
+  const std::uint64_t used_seed = seed.value_or(s.seed);
+  auto wall0 = std::chrono::steady_clock::now();
+  scenario::Run run(s, used_seed);
+  (void)progress;
+  scenario::Results r = run.execute();
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  json metrics = json::object();
+  for (const auto& [k, v] : r.metrics) metrics[k] = v;
+  json doc = {{"scenario", path},
+              {"platform", run.machine().name()},
+              {"workload", s.workload},
+              {"variant", s.variant},
+              {"params", run.params_used()},
+              {"seed", used_seed},
+              {"version", COHSIM_VERSION},
+              {"metrics", metrics},
+              {"host", {{"wall_s", wall},
+                        {"events", run.machine().sim().events_executed()},
+                        {"events_per_s", wall > 0 ? static_cast<double>(run.machine().sim().events_executed()) / wall : 0},
+                        {"simulated_ns", sim::to_ns(run.machine().sim().now())}}}};
+  json overrides_json = json::object();
+  for (const auto& o : overrides) overrides_json[o.key] = o.value;
+  doc["overrides"] = overrides_json;
+  for (auto it = r.extra.begin(); it != r.extra.end(); ++it) doc[it.key()] = it.value();
+  return {doc, r};
+}
+
+namespace {
+
+struct CommonOptions {
+  std::vector<std::string> sets;
+  std::optional<std::uint64_t> seed;
+  std::string json_out;
+  bool verbose = false, quiet = false;
+};
+
+void add_common(po::options_description& d, CommonOptions& o) {
+  d.add_options()
+      ("set", po::value(&o.sets)->composing(), "override a parameter: KEY=VALUE (params.KEY, or platform.PATH); repeatable")
+      ("seed", po::value<std::uint64_t>(), "seed of the named random sources (default: the scenario's)")
+      ("json", po::value(&o.json_out), "write the results document to FILE (atomically)")
+      ("verbose,v", po::bool_switch(&o.verbose), "debug logging")
+      ("quiet,q", po::bool_switch(&o.quiet), "print only errors");
+}
+
+std::vector<scenario::Override> overrides_of(const CommonOptions& o) {
+  std::vector<scenario::Override> out;
+  for (const auto& s : o.sets) out.push_back(scenario::parse_override(s));
+  return out;
+}
+
+void apply_logging(const CommonOptions& o) {
+  spdlog::set_level(o.verbose ? spdlog::level::debug : o.quiet ? spdlog::level::err : spdlog::level::warn);
+}
+
+}  // namespace
+
+int cmd_run(const std::vector<std::string>& args) {
+  CommonOptions common;
+  std::string scenario_path, variant;
+  po::options_description d("cohsim run SCENARIO [options]");
+  d.add_options()("help,h", "this help")("variant", po::value(&variant), "variant to run (default: the scenario's baseline)");
+  add_common(d, common);
+  po::options_description hidden;
+  hidden.add_options()("scenario", po::value(&scenario_path));
+  po::options_description all;
+  all.add(d).add(hidden);
+  po::positional_options_description pos;
+  pos.add("scenario", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << "Runs one scenario variant and prints its metrics.\n\n" << d << "\n";
+    return kOk;
+  }
+  if (scenario_path.empty()) throw po::error("missing SCENARIO (a file under configs/scenarios/)");
+  if (vm.count("seed")) common.seed = vm["seed"].as<std::uint64_t>();
+  apply_logging(common);
+  RunOutput out = run_scenario(scenario_path, variant, overrides_of(common), common.seed, !common.quiet);
+  if (!common.json_out.empty()) write_file_atomically(common.json_out, out.doc.dump(1) + "\n");
+  if (!common.quiet) {
+    std::cout << fmt::format("scenario  {}\nplatform  {}\nworkload  {}\nvariant   {}\nseed      {}\n\nmetrics\n{}",
+                             scenario_path, out.doc["platform"].get<std::string>(), out.doc["workload"].get<std::string>(),
+                             out.doc["variant"].get<std::string>(), out.doc["seed"].get<std::uint64_t>(),
+                             format_metrics(out.results));
+    if (out.doc.contains("contention") && !out.doc["contention"].empty()) {
+      std::cout << "\ntop contended lines (symbol, home node, transfers by hop class, invalidations, wait)\n";
+      int shown = 0;
+      for (const auto& l : out.doc["contention"]) {
+        if (++shown > 5) break;
+        std::cout << fmt::format("  {:<28} node {}  {}  inv {}  wait {:.0f}ns\n", l["symbol"].get<std::string>(),
+                                 l["home_node"].get<int>(), l["transfers"].dump(), l["invalidations"].get<std::uint64_t>(),
+                                 l["wait_ns"].get<double>());
+      }
+    }
+    std::cout << fmt::format("\nhost: {:.2f} s, {} events ({:.3g} events/s), {} simulated\n",
+                             out.doc["host"]["wall_s"].get<double>(), out.doc["host"]["events"].get<std::uint64_t>(),
+                             out.doc["host"]["events_per_s"].get<double>(),
+                             sim::format_time(sim::from_ns(out.doc["host"]["simulated_ns"].get<double>())));
+  }
+  return kOk;
+}
+
+}  // namespace cohsim::cli

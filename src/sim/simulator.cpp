@@ -1,6 +1,7 @@
 #include "cohsim/sim/simulator.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <fmt/format.h>
 
 namespace cohsim::sim {
@@ -9,7 +10,10 @@ void detail::PromiseBase::on_root_done(Process* p, std::exception_ptr error) noe
   p->sim_->process_done(p, error);
 }
 
-Simulator::Simulator() { heap_.reserve(1024); }
+Simulator::Simulator() {
+  cur_.reserve(1024);
+  due_.reserve(1024);
+}
 
 Simulator::~Simulator() {
   // Destroy frames of processes that never finished (a stopped run).
@@ -40,35 +44,16 @@ Process& Simulator::spawn(std::string name, Task<void> task, bool daemon) {
   return *p;
 }
 
-void Simulator::schedule(Tick at, void (*fn)(void*, std::uint64_t), void* ctx, std::uint64_t arg) {
-  if (at < now_)
-    throw SimError(fmt::format("event scheduled in the past: at {} while now is {}", at, now_));
-  Event e{at, seq_++, fn, ctx, arg};
-  if (at == now_) {
-    fifo_.push_back(e);
-  } else {
-    heap_.push_back(e);
-    std::push_heap(heap_.begin(), heap_.end(), Later{});
-  }
+void Simulator::schedule_in_past(Tick at) const {
+  throw SimError(fmt::format("event scheduled in the past: at {} while now is {}", at, now_));
 }
 
-std::uint64_t Simulator::suspend_current(std::coroutine_handle<> h, std::string_view what,
-                                         std::uint64_t address, Tick deadline) {
-  Process* p = current_;
-  if (p == nullptr) throw SimError(fmt::format("'{}' awaited outside of any process", what));
-  p->resume_point_ = h;
-  p->waiting_ = true;
-  p->timed_out_ = false;
-  p->waiting_on_ = what;
-  p->wait_address_ = address;
-  p->wait_since_ = now_;
-  std::uint64_t id = ++p->wait_id_;
-  if (deadline != kNever) schedule(deadline, &Simulator::timeout_event, p, id);
-  return id;
+void Simulator::arm_timeout(Process* p, Tick deadline, std::uint64_t wait_id) {
+  schedule(deadline, &Simulator::timeout_event, p, wait_id);
 }
 
-void Simulator::wake(Process* p, std::uint64_t wait_id) {
-  if (p->waiting_ && p->wait_id_ == wait_id) schedule(now_, &Simulator::resume_event, p, wait_id);
+void Simulator::await_outside_process(std::string_view what) const {
+  throw SimError(fmt::format("'{}' awaited outside of any process", what));
 }
 
 void Simulator::resume_event(void* ctx, std::uint64_t arg) {
@@ -102,9 +87,49 @@ void Simulator::process_done(Process* p, std::exception_ptr error) {
   }
 }
 
-void Simulator::run_event(const Event& e) {
+inline void Simulator::run_event(void (*fn)(void*, std::uint64_t), void* ctx, std::uint64_t arg) {
   ++events_executed_;
-  e.fn(e.ctx, e.arg);
+  // Process resumptions are nearly all events: call them directly (inlined)
+  // rather than through the pointer.
+  if (fn == &Simulator::resume_event)
+    resume_event(ctx, arg);
+  else if (fn == &Simulator::timeout_event)
+    timeout_event(ctx, arg);
+  else
+    fn(ctx, arg);
+}
+
+bool Simulator::advance(Tick until, Tick& next) {
+  if (occupied_ == 0) return false;
+  const int k = std::countr_zero(occupied_);
+  detail::PodVec<Event>& bucket = buckets_[k];
+  Tick m = bucket[0].at;
+  Tick max = m;
+  for (const Event& e : bucket) {
+    m = std::min(m, e.at);
+    max = std::max(max, e.at);
+  }
+  next = m;
+  if (m > until) return false;
+  base_ = m;
+  occupied_ &= ~(std::uint64_t{1} << k);
+  if (m == max) {  // one tick only: the whole bucket is due, in order (due_ is empty)
+    due_.swap(bucket);
+    return true;
+  }
+  // Redistribute relative to the new base. Every event of this bucket shares
+  // the bits above k with m, so it lands in due_ or in a bucket below k.
+  for (const Event& e : bucket) {
+    if (e.at == m) {
+      due_.push_back(e);
+    } else {
+      const int j = std::bit_width(e.at ^ m) - 1;
+      buckets_[j].push_back(e);
+      occupied_ |= std::uint64_t{1} << j;
+    }
+  }
+  bucket.clear();
+  return true;
 }
 
 void Simulator::reap_done_processes() {
@@ -154,23 +179,24 @@ RunEnd Simulator::run(const RunLimits& limits) {
       end = RunEnd::all_done;
       break;
     }
-    if (!heap_.empty() && heap_.front().at == now_) {
-      std::pop_heap(heap_.begin(), heap_.end(), Later{});
-      Event e = heap_.back();
-      heap_.pop_back();
-      run_event(e);
-    } else if (fifo_head_ < fifo_.size()) {
-      Event e = fifo_[fifo_head_++];
-      if (fifo_head_ == fifo_.size()) {
-        fifo_.clear();
-        fifo_head_ = 0;
-      }
-      run_event(e);
-    } else if (!heap_.empty()) {
-      Tick next = heap_.front().at;
-      if (next > limits.until) {
-        now_ = limits.until;
-        end = RunEnd::time_limit;
+    if (cur_head_ < cur_.size()) {
+      const Event& next = cur_[cur_head_++];
+      run_event(next.fn, next.ctx, next.arg);
+    } else if (!due_.empty()) {
+      // Everything in cur_ ran: the events scheduled meanwhile come next.
+      cur_.clear();
+      cur_head_ = 0;
+      cur_.swap(due_);
+      continue;
+    } else {
+      Tick next = 0;
+      if (!advance(limits.until, next)) {
+        if (occupied_ == 0) {
+          end = RunEnd::queue_empty;
+        } else {
+          now_ = limits.until;
+          end = RunEnd::time_limit;
+        }
         break;
       }
       now_ = next;
@@ -179,11 +205,8 @@ RunEnd Simulator::run(const RunLimits& limits) {
         watchdog_fail(fmt::format("no progress for {}", format_time(now_ - last_progress_)));
       if (done_count_ > 64 && done_count_ * 2 > processes_.size()) reap_done_processes();
       continue;
-    } else {
-      end = RunEnd::queue_empty;
-      break;
     }
-    if (++events_this_tick > limits.max_events_per_tick)
+    if (++events_this_tick > limits.max_events_per_tick) [[unlikely]]
       watchdog_fail(fmt::format("simulated time stopped advancing ({} events without time moving)", events_this_tick));
   }
   if (first_error_) {
@@ -196,23 +219,8 @@ RunEnd Simulator::run(const RunLimits& limits) {
   return end;
 }
 
-std::size_t Signal::notify_all(Simulator& sim) {
-  std::size_t n = 0;
-  for (const Waiter& w : waiters_) {
-    if (w.p->waiting_ && w.p->wait_id_ == w.id) {
-      sim.wake(w.p, w.id);
-      ++n;
-    }
-  }
-  waiters_.clear();
-  return n;
-}
-
-void Signal::add(Process* p, std::uint64_t id) {
-  if (waiters_.size() >= 64) {
-    std::erase_if(waiters_, [](const Waiter& w) { return !w.p->waiting_ || w.p->wait_id_ != w.id; });
-  }
-  waiters_.push_back({p, id});
+void Signal::prune() {
+  waiters_.retain_if([](const Waiter& w) { return w.p->waiting_ && w.p->wait_id_ == w.id; });
 }
 
 }  // namespace cohsim::sim

@@ -7,7 +7,13 @@
 // can make no more progress ends with a report naming who waits on what.
 #pragma once
 
+#include <bit>
 #include <coroutine>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <type_traits>
+#include <utility>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -23,6 +29,84 @@
 namespace cohsim::sim {
 
 class Simulator;
+
+namespace detail {
+
+/// A growable array of trivially copyable T for the event loop's hot paths:
+/// push_back is a compare and a store, growth is out of line (std::vector
+/// inlines its reallocation into every caller, which costs registers there).
+template <class T>
+class PodVec {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  PodVec() = default;
+  PodVec(const PodVec& o) { assign(o); }
+  PodVec(PodVec&& o) noexcept { swap(o); }
+  PodVec& operator=(const PodVec& o) {
+    if (this != &o) {
+      size_ = 0;
+      assign(o);
+    }
+    return *this;
+  }
+  PodVec& operator=(PodVec&& o) noexcept {
+    PodVec tmp(std::move(o));
+    swap(tmp);
+    return *this;
+  }
+  ~PodVec() { std::free(data_); }
+
+  void push_back(const T& v) {
+    if (size_ == cap_) [[unlikely]]
+      grow();
+    data_[size_++] = v;
+  }
+  T& operator[](std::size_t i) { return data_[i]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  void clear() { size_ = 0; }
+  T* begin() { return data_; }
+  T* end() { return data_ + size_; }
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
+  void swap(PodVec& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    std::swap(cap_, o.cap_);
+  }
+  void reserve(std::size_t n) {
+    if (n > cap_) reallocate(n);
+  }
+  /// Keeps the elements for which keep(e) is true, in order.
+  template <class F>
+  void retain_if(F keep) {
+    std::size_t out = 0;
+    for (std::size_t i = 0; i < size_; ++i)
+      if (keep(data_[i])) data_[out++] = data_[i];
+    size_ = out;
+  }
+
+ private:
+  void assign(const PodVec& o) {
+    reserve(o.size_);
+    if (o.size_ != 0) std::memcpy(static_cast<void*>(data_), o.data_, o.size_ * sizeof(T));
+    size_ = o.size_;
+  }
+  [[gnu::noinline]] void grow() { reallocate(cap_ ? 2 * cap_ : 16); }
+  void reallocate(std::size_t n) {
+    void* p = std::realloc(data_, n * sizeof(T));
+    if (p == nullptr) throw std::bad_alloc();
+    data_ = static_cast<T*>(p);
+    cap_ = n;
+  }
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+  std::size_t cap_ = 0;
+};
+
+}  // namespace detail
 
 /// A failure of the simulation itself (bad model state, a lost wake-up...).
 class SimError : public std::runtime_error {
@@ -53,18 +137,19 @@ class Process {
   friend class Simulator;
   friend class Signal;
   friend struct detail::PromiseBase;
+  // The fields every wait and wake touch come first (one cache line).
   Simulator* sim_ = nullptr;
-  std::string name_;
-  bool daemon_ = false;
-  bool done_ = false;
-  bool timed_out_ = false;
-  std::coroutine_handle<> root_{};
   std::coroutine_handle<> resume_point_{};
   std::uint64_t wait_id_ = 0;
-  bool waiting_ = false;
   std::string_view waiting_on_{};
   std::uint64_t wait_address_ = 0;
   Tick wait_since_ = 0;
+  bool waiting_ = false;
+  bool timed_out_ = false;
+  bool daemon_ = false;
+  bool done_ = false;
+  std::coroutine_handle<> root_{};
+  std::string name_;
 };
 
 /// Limits of one run() call.
@@ -125,7 +210,12 @@ class Simulator {
       Simulator* sim;
       Tick d;
       bool await_ready() const noexcept { return false; }
-      void await_suspend(std::coroutine_handle<> h) { sim->suspend_current(h, "delay", 0, sim->now_ + d); }
+      void await_suspend(std::coroutine_handle<> h) {
+        // suspend_current(h, "delay", 0, now + d), with the timeout inline.
+        Process* p = sim->current_;
+        std::uint64_t id = sim->suspend_current(h, "delay", 0, kNever);
+        sim->schedule(sim->now_ + d, &Simulator::timeout_event, p, id);
+      }
       void await_resume() const noexcept {}
     };
     return Awaiter{this, d};
@@ -140,32 +230,43 @@ class Simulator {
   void wake(Process* p, std::uint64_t wait_id);
 
  private:
+  // The event queue. Events run in (time, scheduling order). Events at the
+  // current tick live in two FIFOs: cur_ (being run) and due_ (scheduled
+  // while cur_ runs; swapped in when cur_ is drained). Future events live in
+  // a radix heap keyed by time relative to base_ (the last tick the queue
+  // advanced to): an event at t goes to bucket bit_width(t ^ base_) - 1.
+  // Every pending time is >= base_, so advancing only ever moves events to
+  // lower buckets, appending in their current order: events of equal time
+  // therefore always share one bucket in scheduling order, and no sequence
+  // number is needed for ties.
   struct Event {
     Tick at;
-    std::uint64_t seq;
     void (*fn)(void*, std::uint64_t);
     void* ctx;
     std::uint64_t arg;
-  };
-  struct Later {
-    bool operator()(const Event& a, const Event& b) const {
-      return a.at != b.at ? a.at > b.at : a.seq > b.seq;
-    }
   };
   friend struct detail::PromiseBase;
   static void resume_event(void* ctx, std::uint64_t arg);
   static void timeout_event(void* ctx, std::uint64_t arg);
   void process_done(Process* p, std::exception_ptr error);
-  void run_event(const Event& e);
+  void run_event(void (*fn)(void*, std::uint64_t), void* ctx, std::uint64_t arg);
+  /// Moves the earliest future tick's events to due_ and returns true, or
+  /// returns false (moving nothing) when there is none or it is past `until`.
+  bool advance(Tick until, Tick& next);
+  [[noreturn]] void schedule_in_past(Tick at) const;
+  [[gnu::noinline]] void arm_timeout(Process* p, Tick deadline, std::uint64_t wait_id);
+  [[noreturn]] void await_outside_process(std::string_view what) const;
   [[noreturn]] void watchdog_fail(const std::string& why) const;
   void reap_done_processes();
 
   Tick now_ = 0;
-  std::uint64_t seq_ = 0;
+  Tick base_ = 0;  // radix base: every queued time is >= base_; base_ <= now_
   std::uint64_t events_executed_ = 0;
-  std::vector<Event> heap_;
-  std::vector<Event> fifo_;  // events at `now_`, in scheduling order
-  std::size_t fifo_head_ = 0;
+  detail::PodVec<Event> cur_;  // events at now_ being run, in order
+  std::size_t cur_head_ = 0;
+  detail::PodVec<Event> due_;  // events at base_ (== now_) scheduled after cur_
+  std::uint64_t occupied_ = 0;  // bit k set iff buckets_[k] is not empty
+  detail::PodVec<Event> buckets_[64];
   std::vector<std::unique_ptr<Process>> processes_;
   std::size_t live_non_daemon_ = 0;
   bool non_daemon_spawned_ = false;
@@ -208,11 +309,65 @@ class Signal {
 
  private:
   void add(Process* p, std::uint64_t id);
+  void prune();  // drops stale waiters
   struct Waiter {
     Process* p;
     std::uint64_t id;
   };
-  std::vector<Waiter> waiters_;
+  detail::PodVec<Waiter> waiters_;
 };
+
+// --- hot paths, inline ------------------------------------------------------
+
+inline void Simulator::schedule(Tick at, void (*fn)(void*, std::uint64_t), void* ctx, std::uint64_t arg) {
+  if (at < now_) [[unlikely]]
+    schedule_in_past(at);
+  if (at == base_) {  // base_ <= now_ <= at: the current tick
+    due_.push_back(Event{at, fn, ctx, arg});
+    return;
+  }
+  const int k = std::bit_width(at ^ base_) - 1;
+  buckets_[k].push_back(Event{at, fn, ctx, arg});
+  occupied_ |= std::uint64_t{1} << k;
+}
+
+inline std::uint64_t Simulator::suspend_current(std::coroutine_handle<> h, std::string_view what,
+                                                std::uint64_t address, Tick deadline) {
+  Process* p = current_;
+  if (p == nullptr) [[unlikely]]
+    await_outside_process(what);
+  p->resume_point_ = h;
+  p->waiting_ = true;
+  p->timed_out_ = false;
+  p->waiting_on_ = what;
+  p->wait_address_ = address;
+  p->wait_since_ = now_;
+  std::uint64_t id = ++p->wait_id_;
+  if (deadline != kNever) [[unlikely]]
+    arm_timeout(p, deadline, id);
+  return id;
+}
+
+inline void Simulator::wake(Process* p, std::uint64_t wait_id) {
+  if (p->waiting_ && p->wait_id_ == wait_id) schedule(now_, &Simulator::resume_event, p, wait_id);
+}
+
+inline std::size_t Signal::notify_all(Simulator& sim) {
+  std::size_t n = 0;
+  for (const Waiter& w : waiters_) {
+    if (w.p->waiting_ && w.p->wait_id_ == w.id) {
+      sim.wake(w.p, w.id);
+      ++n;
+    }
+  }
+  waiters_.clear();
+  return n;
+}
+
+inline void Signal::add(Process* p, std::uint64_t id) {
+  if (waiters_.size() >= 64) [[unlikely]]
+    prune();
+  waiters_.push_back({p, id});
+}
 
 }  // namespace cohsim::sim

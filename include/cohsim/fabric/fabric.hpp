@@ -1,0 +1,194 @@
+// The coherence fabric: private caches per core, a home directory per NUMA
+// node with a memory-side last-level cache and DRAM, and the interconnect
+// between them. Every shared access a model makes is priced here.
+//
+// The home is blocking: a line has at most one transaction in flight at its
+// home; later requests wait there and the platform's arbitration policy picks
+// the next one. A transaction's messages walk the interconnect; effects at
+// other caches (invalidation, forward) happen when their message arrives.
+// Values are real: caches and memory hold the line's 64 bytes.
+#pragma once
+
+#include <array>
+#include <bitset>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cohsim/config/params.hpp"
+#include "cohsim/fabric/interconnect.hpp"
+#include "cohsim/fabric/memory_map.hpp"
+#include "cohsim/fabric/protocol.hpp"
+#include "cohsim/fabric/tag_array.hpp"
+#include "cohsim/sim/random.hpp"
+#include "cohsim/sim/simulator.hpp"
+
+namespace cohsim::fabric {
+
+using LineData = std::array<std::uint8_t, kLineBytes>;
+inline constexpr int kMaxCores = 512;
+using CoreSet = std::bitset<kMaxCores>;
+
+/// Read-modify-write operations performed atomically on one naturally aligned word.
+enum class RmwOp : std::uint8_t { swap, add, andnot, bit_or, bit_xor, cas };
+/// Applies op to `old`; returns the new value (for cas: `desired` if old == compare).
+std::uint64_t apply_rmw(RmwOp op, std::uint64_t old, std::uint64_t operand, std::uint64_t compare);
+
+/// The fabric's platform parameters (sections "caches", "coherence", "memory").
+struct FabricParams {
+  struct Level {
+    std::uint64_t size = 0;
+    int assoc = 0;
+    Tick latency = 0;
+  };
+  Level l1, l2, llc;
+  Tick directory_latency = 0;    ///< home directory (snoop filter) lookup
+  Tick snoop_response = 0;       ///< owner cache: look-up and data read-out for a forward
+  Tick remote_die_snoop = 0;     ///< extra for a snoop into another die (through its L3 tag pipeline)
+  Tick dram_latency = 0;         ///< DRAM access at the home memory controller
+  std::uint64_t node_capacity = 0;
+  std::string arbitration;       ///< arrival | nearest | random
+  bool atomics_far = false;      ///< atomics execute at the home (far) instead of the requester
+  /// Reads the sections; throws ConfigError.
+  FabricParams(config::Reader caches, config::Reader coherence, config::Reader memory);
+};
+
+/// Per-line contention statistics (a simulated `perf c2c`).
+struct LineStats {
+  std::array<std::uint64_t, topo::kHopClasses> transfers{};  ///< cache-to-cache, by hop class
+  std::uint64_t memory_reads = 0;
+  std::uint64_t invalidations = 0;
+  std::uint64_t requests = 0;
+  std::uint64_t device_accesses = 0;
+  Tick wait = 0;  ///< time requests waited at the home for the line
+  CoreSet touched;
+};
+
+/// Counters of the whole fabric.
+struct FabricStats {
+  std::uint64_t hits = 0, misses = 0, upgrades = 0, transactions = 0, evictions = 0, writebacks = 0;
+  std::uint64_t invalidations = 0, forwards = 0, llc_hits = 0, dram_reads = 0;
+  std::uint64_t checks = 0;
+};
+
+class Fabric {
+ public:
+  Fabric(const FabricParams& p, sim::Simulator& sim, Interconnect& icn, MemoryMap& mem, std::uint64_t seed,
+         CacheTable* cache_table = nullptr, DirTable* dir_table = nullptr);
+  ~Fabric();
+
+  // ---------------------------------------------------------- CPU side ---
+  /// Makes `line` present in the cache of `cpu`'s core, writable if asked.
+  /// Returns the hit latency still to charge (0 after a miss, whose cost is
+  /// already spent). The caller then reads or writes at once, before any
+  /// further co_await, so the access is atomic with the permission.
+  sim::Task<Tick> acquire(int cpu, Addr line, bool for_write);
+  /// Reads `size` bytes at `a` from `cpu`'s cache (the line must be held).
+  std::uint64_t read(int cpu, Addr a, int size);
+  /// Writes `size` bytes at `a` into `cpu`'s cache (the line must be held in M/E).
+  void write(int cpu, Addr a, int size, std::uint64_t value);
+  /// True when `cpu`'s core holds `line` readable (or writable).
+  bool holds(int cpu, Addr line, bool for_write) const;
+  /// A far atomic: performed at the line's home; returns the old value.
+  sim::Task<std::uint64_t> atomic_at_home(int cpu, Addr a, int size, RmwOp op, std::uint64_t operand,
+                                          std::uint64_t compare);
+  /// Suspends until `cpu`'s copy of `line` is invalidated or evicted (returns
+  /// at once if it holds none), or until `deadline`.
+  sim::Task<void> wait_for_loss(int cpu, Addr line, Tick deadline, std::string_view what);
+  /// Arms `cpu`'s exclusive monitor on `line` (load-exclusive).
+  void set_monitor(int cpu, Addr line);
+  /// True while the monitor armed on `line` has not been cleared by a loss
+  /// of the line (invalidation or eviction) since set_monitor.
+  bool monitor_valid(int cpu, Addr line) const;
+
+  // ------------------------------------------------------- device side ---
+  /// Coherent non-allocating read of one line by a device (ReadOnce).
+  sim::Task<LineData> device_read(int endpoint, Addr line);
+  /// Coherent write of `size` bytes by a device (invalidates cached copies).
+  sim::Task<void> device_write(int endpoint, Addr a, int size, std::uint64_t value);
+
+  // ------------------------------------------------------ inspection -----
+  /// Debug aid: reads the current coherent value (owner's copy, else memory), no timing.
+  std::uint64_t peek(Addr a, int size) const;
+  /// Writes initial memory contents before the run (no timing, no caches).
+  void poke(Addr a, int size, std::uint64_t value);
+  CacheState state_of(int cpu, Addr line) const;
+  DirState dir_state_of(Addr line) const;
+  const FabricStats& stats() const { return stats_; }
+  const std::unordered_map<Addr, LineStats>& line_stats() const { return line_stats_; }
+  const CacheTable& cache_table() const { return *cache_table_; }
+  const DirTable& dir_table() const { return *dir_table_; }
+  Interconnect& interconnect() { return icn_; }
+  MemoryMap& memory() { return mem_; }
+  const FabricParams& params() const { return p_; }
+  sim::Simulator& simulator() { return sim_; }
+  /// Turns on the checker: single writer / many readers after every
+  /// transition, and every read against the line's coherence order.
+  void set_checking(bool on) { checking_ = on; }
+  bool checking() const { return checking_; }
+  /// Violations found by the checker (it also throws on the first one).
+  std::uint64_t violations() const { return violations_; }
+
+ private:
+  struct CacheLine;
+  struct PrivateCache;
+  struct HomeLine;
+  struct Txn;
+  struct RemoteMsg;
+  friend struct RemoteMsg;
+
+  int core_of(int cpu) const;
+  PrivateCache& cache(int core) { return *caches_[static_cast<std::size_t>(core)]; }
+  const PrivateCache& cache(int core) const { return *caches_[static_cast<std::size_t>(core)]; }
+  HomeLine& home_line(Addr line);
+  LineStats& stats_of(Addr line) { return line_stats_[line]; }
+
+  sim::Task<void> request(int core, int cpu, Addr line, DirEvent kind);
+  sim::Task<void> put(int core, Addr line);
+  sim::Task<void> home_acquire(HomeLine& h, Addr line, int requester_ep);
+  void home_release(Addr line);
+  static void home_release_event(void* ctx, std::uint64_t line);
+  void run_directory(Txn& t, HomeLine& h);
+  void schedule_remote(Txn& t, int core, CacheEvent ev, Tick at);
+  static void remote_event(void* ctx, std::uint64_t arg);
+  void cache_event(int core, Addr line, CacheEvent ev, Txn* t);
+  [[noreturn]] void protocol_error(const char* who, int agent, Addr line, std::string_view state,
+                                   std::string_view event) const;
+  void fill(int core, Addr line, const LineData& data);
+  void evict(int core, Addr victim);
+  void clear_monitors(int core, Addr line);
+  void check_line(Addr line);
+  void check_value(Addr a, int size, std::uint64_t got);
+
+  FabricParams p_;
+  sim::Simulator& sim_;
+  Interconnect& icn_;
+  MemoryMap& mem_;
+  const topo::Topology& topo_;
+  sim::RandomStream arbitration_rng_;
+  std::unique_ptr<CacheTable> own_cache_table_;
+  std::unique_ptr<DirTable> own_dir_table_;
+  CacheTable* cache_table_;
+  DirTable* dir_table_;
+  std::vector<std::unique_ptr<PrivateCache>> caches_;
+  std::vector<int> core_cpu_;  ///< a CPU endpoint per core (its first thread)
+  std::vector<std::vector<int>> cpus_of_core_;
+  struct Monitor {
+    Addr line = ~Addr{0};
+    bool valid = false;
+  };
+  std::vector<Monitor> monitors_;  ///< per CPU
+  std::unordered_map<Addr, std::unique_ptr<HomeLine>> homes_;
+  std::vector<TagArray> llc_;  ///< memory-side LLC tags per home node
+  std::unordered_map<Addr, LineData> golden_;
+  std::unordered_map<Addr, LineStats> line_stats_;
+  FabricStats stats_;
+  bool checking_ = false;
+  std::uint64_t violations_ = 0;
+  std::uint64_t home_seq_ = 0;
+};
+
+}  // namespace cohsim::fabric

@@ -1,0 +1,69 @@
+// A machine built from a platform file: simulator, topology, interconnect,
+// memory, coherence fabric and CPUs. Models add their own sections
+// (interrupt controller, devices) by reading them from `platform()`.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cohsim/config/params.hpp"
+#include "cohsim/cpu/cpu.hpp"
+#include "cohsim/fabric/fabric.hpp"
+#include "cohsim/fabric/interconnect.hpp"
+#include "cohsim/fabric/memory_map.hpp"
+#include "cohsim/sim/simulator.hpp"
+#include "cohsim/topo/topology.hpp"
+
+namespace cohsim::scenario {
+
+/// A platform document: its JSON (includes resolved, overrides applied) and file name.
+struct PlatformDoc {
+  config::json doc;
+  std::string file;
+};
+/// Loads a platform file (throws ConfigError).
+PlatformDoc load_platform(const std::string& path);
+
+class Machine {
+ public:
+  /// Builds everything the platform's core sections describe.
+  /// With `schema`, every declaration read is also recorded as JSON Schema.
+  Machine(const PlatformDoc& platform, std::uint64_t seed, config::Registry& registry,
+          config::json* schema = nullptr);
+  ~Machine();
+
+  /// A reader for a platform section that a model owns ("gic", "hpet"...).
+  config::Reader platform_section(std::string_view key, std::string_view doc, bool optional = false);
+  /// Fails the load if some key of the platform file was never read.
+  void check_platform_fully_read() const;
+
+  const std::string& name() const { return name_; }
+  std::uint64_t seed() const { return seed_; }
+  sim::Simulator& sim() { return sim_; }
+  const topo::Topology& topology() const { return *topo_; }
+  fabric::Interconnect& interconnect() { return *icn_; }
+  fabric::MemoryMap& memory() { return *mem_; }
+  fabric::Fabric& fabric() { return *fabric_; }
+  cpu::Cpu& cpu(int n) { return *cpus_.at(static_cast<std::size_t>(n)); }
+  int cpu_count() const { return topo_->cpu_count(); }
+  const cpu::CpuParams& cpu_params() const { return cpu_params_; }
+  const PlatformDoc& platform() const { return platform_; }
+  config::Registry& registry() { return registry_; }
+
+ private:
+  PlatformDoc platform_;
+  std::uint64_t seed_;
+  config::Registry& registry_;
+  config::Reader root_;
+  std::string name_;
+  sim::Simulator sim_;
+  std::unique_ptr<topo::Topology> topo_;
+  std::unique_ptr<fabric::Interconnect> icn_;
+  std::unique_ptr<fabric::MemoryMap> mem_;
+  std::unique_ptr<fabric::Fabric> fabric_;
+  cpu::CpuParams cpu_params_;
+  std::vector<std::unique_ptr<cpu::Cpu>> cpus_;
+};
+
+}  // namespace cohsim::scenario

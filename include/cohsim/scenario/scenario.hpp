@@ -1,0 +1,93 @@
+// Scenarios: a platform, a workload with parameters, named variants, and the
+// results a run produces. Loading applies the variant and --set overrides and
+// validates everything before any simulated time passes.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cohsim/config/params.hpp"
+#include "cohsim/scenario/machine.hpp"
+
+namespace cohsim::scenario {
+
+/// What a run reports: ordered flat metrics plus structured extras.
+struct Results {
+  std::vector<std::pair<std::string, double>> metrics;
+  config::json extra = config::json::object();  ///< "contention", "phases", "per_cpu", ...
+  /// Adds a metric (names are unique; order is kept for output).
+  void add(std::string name, double value) { metrics.emplace_back(std::move(name), value); }
+  double get(const std::string& name) const;
+  bool has(const std::string& name) const;
+};
+
+/// A workload: a kernel algorithm or benchmark run on a machine.
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  /// Runs the simulation to the end and returns the metrics.
+  virtual Results run() = 0;
+};
+
+/// Builds a workload: reads every parameter from `params` (at load) and
+/// allocates its objects on `machine`.
+using WorkloadFactory = std::function<std::unique_ptr<Workload>(config::Reader params, Machine& machine)>;
+
+/// Name -> factory and one-line description, filled by models/registry.cpp.
+struct WorkloadInfo {
+  std::string description;
+  WorkloadFactory make;
+};
+const std::map<std::string, WorkloadInfo>& workloads();
+
+/// A --set override: "platform.x.y" addresses the platform, anything else the params.
+struct Override {
+  std::string key;
+  std::string value;
+};
+/// Parses "KEY=VALUE"; throws ConfigError on a malformed one.
+Override parse_override(const std::string& text);
+
+/// A scenario file with one variant chosen and overrides applied.
+struct LoadedScenario {
+  std::string file;
+  std::string description;
+  std::string workload;
+  std::string variant;                 ///< "" when the scenario has none
+  std::vector<std::string> variants;   ///< in file order
+  std::string baseline;                ///< the variant compare reports against
+  config::json params;                 ///< after variant and --set
+  PlatformDoc platform;
+  std::uint64_t seed = 1;
+  std::vector<Override> overrides;
+};
+/// Loads SCENARIO, selects `variant` ("" = the default) and applies overrides.
+LoadedScenario load_scenario(const std::string& path, const std::string& variant,
+                             const std::vector<Override>& overrides);
+
+/// A scenario ready to run: machine and workload built, all input validated.
+class Run {
+ public:
+  explicit Run(const LoadedScenario& s, std::uint64_t seed);
+  ~Run();
+  Results execute();
+  Machine& machine() { return *machine_; }
+  config::Registry& registry() { return registry_; }
+  /// The parameters as used (defaults filled in), flat.
+  config::json params_used() const;
+
+ private:
+  const LoadedScenario& s_;
+  config::Registry registry_;
+  std::unique_ptr<Machine> machine_;
+  std::unique_ptr<Workload> workload_;
+};
+
+/// Appends the per-line contention report (top `n` lines) to results.
+void add_contention_report(Results& r, Machine& m, std::size_t n = 10);
+
+}  // namespace cohsim::scenario

@@ -1,0 +1,16 @@
+#include "models/registry.hpp"
+
+namespace cohsim::scenario {
+
+const std::map<std::string, WorkloadInfo>& workloads() {
+  static const std::map<std::string, WorkloadInfo> table = [] {
+    std::map<std::string, WorkloadInfo> t;
+    models::WorkloadTable reg{t};
+    models::register_c2c(reg);
+    models::register_mem_latency(reg);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace cohsim::scenario

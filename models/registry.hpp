@@ -1,0 +1,21 @@
+// Registration of workloads: one line per workload in models/registry.cpp.
+#pragma once
+
+#include <string>
+
+#include "cohsim/scenario/scenario.hpp"
+
+namespace cohsim::models {
+
+/// Collects workload factories by name.
+struct WorkloadTable {
+  std::map<std::string, scenario::WorkloadInfo>& table;
+  void add(const std::string& name, const std::string& description, scenario::WorkloadFactory f) {
+    table[name] = scenario::WorkloadInfo{description, std::move(f)};
+  }
+};
+
+void register_c2c(WorkloadTable& t);
+void register_mem_latency(WorkloadTable& t);
+
+}  // namespace cohsim::models

@@ -1,0 +1,42 @@
+// The command-line interface: one function per command, sharing output helpers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cohsim/scenario/scenario.hpp"
+
+namespace cohsim::cli {
+
+/// Exit codes: 0 success, 1 a failed check, 2 bad input.
+inline constexpr int kOk = 0, kCheckFailed = 1, kBadInput = 2;
+
+int cmd_run(const std::vector<std::string>& args);
+int cmd_compare(const std::vector<std::string>& args);
+int cmd_validate(const std::vector<std::string>& args);
+int cmd_topo(const std::vector<std::string>& args);
+int cmd_schema(const std::vector<std::string>& args);
+int cmd_selftest(const std::vector<std::string>& args);
+int cmd_sensitivity(const std::vector<std::string>& args);
+/// Dispatches argv; catches every error and maps it to an exit code.
+int main_entry(int argc, char** argv);
+
+/// One finished run: its results document and the human summary.
+struct RunOutput {
+  nlohmann::json doc;
+  scenario::Results results;
+};
+/// Loads, validates and runs one scenario variant.
+RunOutput run_scenario(const std::string& path, const std::string& variant,
+                       const std::vector<scenario::Override>& overrides, std::optional<std::uint64_t> seed,
+                       bool progress);
+/// Writes `text` to `path` atomically (temporary file, then rename).
+void write_file_atomically(const std::string& path, const std::string& text);
+/// Prints metrics as an aligned table.
+std::string format_metrics(const scenario::Results& r);
+/// The repository root (for data/ and scripts/), from the binary's build-time source dir.
+std::string source_dir();
+
+}  // namespace cohsim::cli

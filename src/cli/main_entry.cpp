@@ -1,0 +1,81 @@
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+#include <iostream>
+#include <map>
+#include <spdlog/spdlog.h>
+
+#include "cli.hpp"
+#include "cohsim/sim/simulator.hpp"
+
+namespace cohsim::cli {
+
+namespace {
+
+struct Command {
+  int (*fn)(const std::vector<std::string>&);
+  const char* summary;
+};
+
+const std::map<std::string, Command>& commands() {
+  static const std::map<std::string, Command> c = {
+      {"run", {cmd_run, "run one scenario variant: cohsim run configs/scenarios/X.json [--variant V] [--set K=V]... [--json F]"}},
+      {"compare", {cmd_compare, "run every variant with the same parameters and seed; one table (--report DIR for a report)"}},
+      {"validate", {cmd_validate, "predicted vs measured for every calibration row (data/calibration.json)"}},
+      {"topo", {cmd_topo, "show a platform: tree, hop paths and latencies, nodes, parameters with sources"}},
+      {"schema", {cmd_schema, "export the JSON Schema of platform or scenario files (cohsim schema platform|scenario)"}},
+      {"selftest", {cmd_selftest, "random coherence tester: cohsim selftest coherence [--cpus N] [--ops M] [--seed S]"}},
+      {"sensitivity", {cmd_sensitivity, "re-run a scenario with each estimated parameter at its low and high bound"}},
+  };
+  return c;
+}
+
+void print_help() {
+  std::cout << "cohsim " << COHSIM_VERSION
+            << ": a cycle-approximate multicore coherence and interconnect simulator\n\n"
+               "usage: cohsim COMMAND [options]      (cohsim help COMMAND for its options)\n\ncommands:\n";
+  for (const auto& [name, c] : commands()) std::cout << fmt::format("  {:<12} {}\n", name, c.summary);
+  std::cout << "\nexit codes: 0 success, 1 a failed check (validate, selftest), 2 bad input\n";
+}
+
+}  // namespace
+
+int main_entry(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  spdlog::set_level(spdlog::level::warn);
+  try {
+    if (args.empty() || args[0] == "-h" || args[0] == "--help") {
+      print_help();
+      return args.empty() ? kBadInput : kOk;
+    }
+    if (args[0] == "--version" || args[0] == "version") {
+      std::cout << "cohsim " << COHSIM_VERSION << "\n";
+      return kOk;
+    }
+    if (args[0] == "help") {
+      if (args.size() == 1) {
+        print_help();
+        return kOk;
+      }
+      auto it = commands().find(args[1]);
+      if (it == commands().end()) throw boost::program_options::error("unknown command '" + args[1] + "'");
+      return it->second.fn({"--help"});
+    }
+    auto it = commands().find(args[0]);
+    if (it == commands().end()) throw boost::program_options::error("unknown command '" + args[0] + "' (see cohsim --help)");
+    return it->second.fn(std::vector<std::string>(args.begin() + 1, args.end()));
+  } catch (const config::ConfigError& e) {
+    std::cerr << "cohsim: error: " << e.what() << "\n";
+    return kBadInput;
+  } catch (const boost::program_options::error& e) {
+    std::cerr << "cohsim: error: " << e.what() << "\n";
+    return kBadInput;
+  } catch (const sim::WatchdogError& e) {
+    std::cerr << "cohsim: the simulation cannot make progress\n" << e.what() << "\n";
+    return kCheckFailed;
+  } catch (const std::exception& e) {
+    std::cerr << "cohsim: internal error: " << e.what() << "\n";
+    return kCheckFailed;
+  }
+}
+
+}  // namespace cohsim::cli

@@ -1,0 +1,116 @@
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+#include <iostream>
+#include <set>
+
+#include "cli.hpp"
+
+namespace cohsim::cli {
+
+namespace po = boost::program_options;
+using nlohmann::json;
+
+int cmd_topo(const std::vector<std::string>& args) {
+  std::string platform_path;
+  int from = -1, to = -1;
+  bool as_json = false;
+  po::options_description d("cohsim topo PLATFORM [options]");
+  d.add_options()("help,h", "this help")("json", po::bool_switch(&as_json), "print JSON")(
+      "from", po::value(&from), "CPU A: show the path to --to")("to", po::value(&to), "CPU B");
+  po::options_description hidden;
+  hidden.add_options()("platform", po::value(&platform_path));
+  po::options_description all;
+  all.add(d).add(hidden);
+  po::positional_options_description pos;
+  pos.add("platform", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << "Shows a platform: the tree, hop paths and unloaded latencies, NUMA nodes and every parameter with "
+                 "its source.\n\n"
+              << d << "\n";
+    return kOk;
+  }
+  if (platform_path.empty()) throw po::error("missing PLATFORM (a file under configs/platforms/)");
+  config::Registry reg;
+  scenario::Machine m(scenario::load_platform(platform_path), 1, reg);
+  // Model sections (gic, apic, hpet, smmu...) are shown as parameters but not built here.
+  const auto& t = m.topology();
+  auto& icn = m.interconnect();
+  if ((from >= 0) != (to >= 0)) throw po::error("--from and --to go together");
+  for (int c : {from, to})
+    if (c >= t.cpu_count()) throw config::ConfigError(platform_path, "--from/--to", fmt::format("CPU {} does not exist (0-{})", c, t.cpu_count() - 1));
+
+  // Representative unloaded latency per class, from CPU 0.
+  json classes = json::object();
+  for (int b = 1; b < t.cpu_count(); ++b) {
+    auto cls = topo::hop_class_name(t.hop_class(0, b));
+    if (!classes.contains(cls))
+      classes[cls] = {{"example", fmt::format("0-{}", b)}, {"one_way_ns", sim::to_ns(icn.latency(0, b))}};
+  }
+  json nodes = json::array();
+  for (int n = 0; n < t.node_count(); ++n) {
+    auto cpus = t.cpus_of_node(n);
+    json lat = json::array();
+    for (int c : {0}) lat.push_back(sim::to_ns(icn.latency(c, icn.home_endpoint(n))));
+    nodes.push_back({{"node", n}, {"cpus", fmt::format("{}-{} ({} CPUs)", cpus.front(), cpus.back(), cpus.size())},
+                     {"home_die", t.die_of_node(n)}, {"cpu0_to_home_ns", lat[0]}});
+  }
+  json params = json::array();
+  for (const auto& p : reg.provenance())
+    params.push_back({{"path", p.path}, {"value", p.value}, {"source", p.source}, {"estimate", p.estimate}});
+  if (as_json) {
+    json out = {{"platform", m.name()}, {"cpus", t.cpu_count()}, {"sockets", t.sockets()}, {"dies", t.die_count()},
+                {"clusters", t.cluster_count()}, {"cores", t.core_count()}, {"threads_per_core", t.threads_per_core()},
+                {"nodes", t.node_count()}, {"node_table", nodes}, {"hop_classes", classes}, {"parameters", params}};
+    if (from >= 0) {
+      const auto& p = icn.path(from, to);
+      json hops = json::array();
+      for (int l : p.links) hops.push_back(icn.links()[static_cast<std::size_t>(l)].name);
+      out["path"] = {{"from", from}, {"to", to}, {"class", topo::hop_class_name(t.hop_class(from, to))},
+                     {"links", hops}, {"one_way_ns", sim::to_ns(p.latency)}};
+    }
+    std::cout << out.dump(1) << "\n";
+    return kOk;
+  }
+  std::cout << fmt::format("{}: {} CPUs = {} sockets x {} dies x {} clusters x {} cores x {} threads; {} NUMA nodes\n",
+                           m.name(), t.cpu_count(), t.sockets(), t.dies_per_socket(), t.clusters_per_die(),
+                           t.cores_per_cluster(), t.threads_per_core(), t.node_count());
+  for (int s = 0; s < t.sockets(); ++s) {
+    std::cout << fmt::format("socket {}\n", s);
+    for (int dd = 0; dd < t.dies_per_socket(); ++dd) {
+      int die = s * t.dies_per_socket() + dd;
+      std::set<int> cl;
+      int lo = -1, hi = -1;
+      for (int c = 0; c < t.cpu_count(); ++c)
+        if (t.cpu(c).die_global == die) {
+          cl.insert(t.cpu(c).cluster_global);
+          if (lo < 0 || c < lo) lo = c;
+          hi = std::max(hi, c);
+        }
+      std::cout << fmt::format("  die {} (node {}): {} clusters, CPUs {}-{}{}\n", die, t.cpu(lo).node, cl.size(), lo, hi,
+                               t.threads_per_core() > 1 ? fmt::format(" and SMT siblings {}-{}", lo + t.core_count(), hi + t.core_count()) : "");
+    }
+  }
+  std::cout << "\nunloaded one-way message latency from CPU 0, by hop class\n";
+  for (auto it = classes.begin(); it != classes.end(); ++it)
+    std::cout << fmt::format("  {:<16} e.g. CPUs {:<8} {:>7.1f} ns\n", it.key(), it.value()["example"].get<std::string>(),
+                             it.value()["one_way_ns"].get<double>());
+  std::cout << "\nNUMA nodes\n";
+  for (const auto& n : nodes)
+    std::cout << fmt::format("  node {}: CPUs {}, home on die {}, CPU 0 -> home {:.1f} ns\n", n["node"].get<int>(),
+                             n["cpus"].get<std::string>(), n["home_die"].get<int>(), n["cpu0_to_home_ns"].get<double>());
+  if (from >= 0) {
+    const auto& p = icn.path(from, to);
+    std::cout << fmt::format("\npath CPU {} -> CPU {} ({}): ", from, to, topo::hop_class_name(t.hop_class(from, to)));
+    for (std::size_t i = 0; i < p.links.size(); ++i)
+      std::cout << (i ? " -> " : "") << icn.links()[static_cast<std::size_t>(p.links[i])].name;
+    std::cout << fmt::format("  = {:.1f} ns unloaded\n", sim::to_ns(p.latency));
+  }
+  std::cout << "\nparameters (value, source)\n";
+  for (const auto& p : reg.provenance()) std::cout << fmt::format("  {:<52} {:>10}  {}\n", p.path, p.value, p.source);
+  return kOk;
+}
+
+}  // namespace cohsim::cli

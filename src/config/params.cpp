@@ -1,0 +1,446 @@
+#include "cohsim/config/params.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+namespace cohsim::config {
+namespace {
+
+std::string shown(const json& v) {
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::time: return "a time with a unit, e.g. \"34ns\"";
+    case Kind::frequency: return "a frequency with a unit, e.g. \"2.6GHz\"";
+    case Kind::size: return "a size, e.g. \"512KiB\" or a number of bytes";
+    case Kind::integer: return "an integer";
+    case Kind::number: return "a number";
+    case Kind::boolean: return "true or false";
+    case Kind::choice: return "one of the listed names";
+    case Kind::text: return "a string";
+    case Kind::cpu_list: return "a CPU count, a list like \"0,1,24-27\" or an array of CPU numbers";
+    case Kind::object: return "an object";
+  }
+  return "?";
+}
+
+bool is_numeric_kind(Kind k) {
+  return k == Kind::time || k == Kind::frequency || k == Kind::size || k == Kind::integer || k == Kind::number;
+}
+
+json schema_type(Kind k, const Spec& s) {
+  json t;
+  switch (k) {
+    case Kind::time:
+      t = {{"type", "string"}, {"pattern", "^[0-9.]+(e[0-9+-]+)?\\s*(ps|ns|us|ms|s)$|^0$"}};
+      break;
+    case Kind::frequency: t = {{"type", "string"}, {"pattern", "^[0-9.]+\\s*(Hz|kHz|MHz|GHz)$"}}; break;
+    case Kind::size: t = {{"type", {"string", "integer"}}}; break;
+    case Kind::integer: t = {{"type", "integer"}}; break;
+    case Kind::number: t = {{"type", "number"}}; break;
+    case Kind::boolean: t = {{"type", "boolean"}}; break;
+    case Kind::choice: t = {{"type", "string"}, {"enum", s.choices}}; break;
+    case Kind::text: t = {{"type", "string"}}; break;
+    case Kind::cpu_list: t = {{"type", {"integer", "string", "array"}}}; break;
+    case Kind::object: t = {{"type", "object"}}; break;
+  }
+  if ((k == Kind::integer || k == Kind::number) && s.min) t["minimum"] = *s.min;
+  if ((k == Kind::integer || k == Kind::number) && s.max) t["maximum"] = *s.max;
+  return t;
+}
+
+std::pair<int, int> line_col(const std::string& text, std::size_t byte) {
+  int line = 1, col = 1;
+  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return {line, col};
+}
+
+void deep_merge(json& base, const json& over) {
+  for (auto it = over.begin(); it != over.end(); ++it) {
+    if (it.value().is_object() && base.contains(it.key()) && base[it.key()].is_object() &&
+        !it.value().contains("value"))
+      deep_merge(base[it.key()], it.value());
+    else
+      base[it.key()] = it.value();
+  }
+}
+
+}  // namespace
+
+ConfigError::ConfigError(const std::string& file, const std::string& path, const std::string& message)
+    : std::runtime_error(path.empty() ? fmt::format("{}: {}", file, message)
+                                      : fmt::format("{}: {}: {}", file, path, message)),
+      file_(file),
+      path_(path) {}
+
+Reader::Reader(const json* object, std::string file, std::string root_path, Registry* registry, bool sourced,
+               json* schema)
+    : object_(object), file_(std::move(file)), root_path_(std::move(root_path)), registry_(registry),
+      sourced_(sourced), schema_(schema) {}
+
+std::string Reader::path_of(std::string_view key) const {
+  return root_path_.empty() ? std::string(key) : fmt::format("{}.{}", root_path_, key);
+}
+
+bool Reader::has(std::string_view key) const {
+  return object_ != nullptr && object_->is_object() && object_->contains(std::string(key));
+}
+
+void Reader::fail(std::string_view key, const std::string& rule) const {
+  std::string path = path_of(key);
+  std::string msg = rule;
+  if (has(key)) msg = fmt::format("value {}: {}", shown((*object_)[std::string(key)]), rule);
+  if (registry_->overridden.count(path)) msg += " (value set on the command line)";
+  throw ConfigError(file_, path, msg);
+}
+
+void Reader::declare(std::string_view key, Kind kind, const Spec& s) {
+  if (schema_ == nullptr) return;
+  json t = schema_type(kind, s);
+  t["description"] = std::string(s.doc);
+  if (s.def) t["default"] = *s.def;
+  json& props = (*schema_)["properties"];
+  if (sourced_ && is_numeric_kind(kind)) {
+    json wrapped = {{"type", "object"},
+                    {"description", std::string(s.doc)},
+                    {"required", {"value", "source"}},
+                    {"additionalProperties", false},
+                    {"properties",
+                     {{"value", t},
+                      {"source", {{"type", "string"}, {"description", "calibration:, datasheet:, measurement: or estimate: with reasoning"}}},
+                      {"range", {{"type", "array"}, {"minItems", 2}, {"maxItems", 2}}}}}};
+    props[std::string(key)] = wrapped;
+  } else {
+    props[std::string(key)] = t;
+  }
+  if (!s.def) (*schema_)["required"].push_back(std::string(key));
+}
+
+const json* Reader::value_of(std::string_view key, Kind kind, const Spec& s) {
+  declare(key, kind, s);  // recorded whenever a schema is being exported
+  if (schema_mode()) return nullptr;
+  std::string path = path_of(key);
+  if (!has(key)) {
+    if (!s.def) fail(key, fmt::format("missing required key ({}: {})", kind_name(kind), s.doc));
+    registry_->used[path] = *s.def;
+    return nullptr;
+  }
+  registry_->mark_read(path);
+  const json& v = (*object_)[std::string(key)];
+  registry_->used[path] = (v.is_object() && v.contains("value")) ? v["value"] : v;
+  if (sourced_ && is_numeric_kind(kind)) {
+    if (!v.is_object() || !v.contains("value"))
+      fail(key, "a platform number needs its source: write {\"value\": ..., \"source\": \"calibration|datasheet|measurement|estimate: ...\"}");
+    for (auto it = v.begin(); it != v.end(); ++it)
+      if (it.key() != "value" && it.key() != "source" && it.key() != "range")
+        fail(key, fmt::format("unknown field '{}' (allowed: value, source, range)", it.key()));
+    if (!v.contains("source") || !v["source"].is_string() || v["source"].get<std::string>().empty())
+      fail(key, "missing \"source\": say where the number comes from");
+    Provenance p;
+    p.path = path;
+    p.value = v["value"].is_string() ? v["value"].get<std::string>() : v["value"].dump();
+    p.source = v["source"].get<std::string>();
+    p.estimate = p.source.rfind("estimate", 0) == 0;
+    if (v.contains("range")) {
+      const json& r = v["range"];
+      if (!r.is_array() || r.size() != 2) fail(key, "\"range\" must be [low, high]");
+      p.range_low = r[0];
+      p.range_high = r[1];
+    } else if (p.estimate) {
+      fail(key, "an estimate needs a plausible \"range\": [low, high]");
+    }
+    registry_->add_provenance(std::move(p));
+    return &v["value"];
+  }
+  return &v;
+}
+
+double Reader::check_range(std::string_view key, double v, const Spec& s) const {
+  if (s.min && v < *s.min) fail(key, fmt::format("must be at least {} ({})", *s.min, s.doc));
+  if (s.max && v > *s.max) fail(key, fmt::format("must be at most {} ({})", *s.max, s.doc));
+  return v;
+}
+
+namespace {
+template <class F>
+auto convert_or(const json* v, const Spec& s, F convert) {
+  return convert(v != nullptr ? *v : (s.def ? *s.def : json()));
+}
+}  // namespace
+
+sim::Tick Reader::time(std::string_view key, const Spec& s) {
+  const json* v = value_of(key, Kind::time, s);
+  if (schema_mode()) return 0;
+  return convert_or(v, s, [&](const json& j) -> sim::Tick {
+    std::optional<sim::Tick> t;
+    if (j.is_string()) t = sim::parse_time(j.get<std::string>());
+    else if (j.is_number() && j.get<double>() == 0) t = 0;
+    if (!t) fail(key, fmt::format("expected {}", kind_name(Kind::time)));
+    check_range(key, static_cast<double>(*t), s);
+    return *t;
+  });
+}
+
+double Reader::frequency(std::string_view key, const Spec& s) {
+  const json* v = value_of(key, Kind::frequency, s);
+  if (schema_mode()) return 1;
+  return convert_or(v, s, [&](const json& j) {
+    std::optional<double> f;
+    if (j.is_string()) f = sim::parse_frequency(j.get<std::string>());
+    if (!f || *f <= 0) fail(key, fmt::format("expected {}", kind_name(Kind::frequency)));
+    return check_range(key, *f, s);
+  });
+}
+
+std::uint64_t Reader::size(std::string_view key, const Spec& s) {
+  const json* v = value_of(key, Kind::size, s);
+  if (schema_mode()) return 0;
+  return convert_or(v, s, [&](const json& j) -> std::uint64_t {
+    std::optional<std::uint64_t> b;
+    if (j.is_string()) b = sim::parse_size(j.get<std::string>());
+    else if (j.is_number_unsigned()) b = j.get<std::uint64_t>();
+    if (!b) fail(key, fmt::format("expected {}", kind_name(Kind::size)));
+    check_range(key, static_cast<double>(*b), s);
+    return *b;
+  });
+}
+
+std::int64_t Reader::integer(std::string_view key, const Spec& s) {
+  const json* v = value_of(key, Kind::integer, s);
+  if (schema_mode()) return 0;
+  return convert_or(v, s, [&](const json& j) -> std::int64_t {
+    if (!j.is_number_integer()) fail(key, fmt::format("expected {}", kind_name(Kind::integer)));
+    auto i = j.get<std::int64_t>();
+    check_range(key, static_cast<double>(i), s);
+    return i;
+  });
+}
+
+double Reader::number(std::string_view key, const Spec& s) {
+  const json* v = value_of(key, Kind::number, s);
+  if (schema_mode()) return 0;
+  return convert_or(v, s, [&](const json& j) {
+    if (!j.is_number()) fail(key, fmt::format("expected {}", kind_name(Kind::number)));
+    return check_range(key, j.get<double>(), s);
+  });
+}
+
+bool Reader::boolean(std::string_view key, const Spec& s) {
+  const json* v = value_of(key, Kind::boolean, s);
+  if (schema_mode()) return false;
+  return convert_or(v, s, [&](const json& j) {
+    if (!j.is_boolean()) fail(key, fmt::format("expected {}", kind_name(Kind::boolean)));
+    return j.get<bool>();
+  });
+}
+
+std::string Reader::choice(std::string_view key, const Spec& s) {
+  const json* v = value_of(key, Kind::choice, s);
+  if (schema_mode()) return s.choices.empty() ? std::string() : s.choices.front();
+  return convert_or(v, s, [&](const json& j) {
+    std::string list;
+    for (const auto& c : s.choices) list += (list.empty() ? "" : ", ") + c;
+    if (!j.is_string()) fail(key, fmt::format("expected one of: {}", list));
+    std::string got = j.get<std::string>();
+    if (std::find(s.choices.begin(), s.choices.end(), got) == s.choices.end())
+      fail(key, fmt::format("expected one of: {}", list));
+    return got;
+  });
+}
+
+std::string Reader::text(std::string_view key, const Spec& s) {
+  const json* v = value_of(key, Kind::text, s);
+  if (schema_mode()) return {};
+  return convert_or(v, s, [&](const json& j) {
+    if (!j.is_string()) fail(key, fmt::format("expected {}", kind_name(Kind::text)));
+    return j.get<std::string>();
+  });
+}
+
+std::vector<int> Reader::cpu_list(std::string_view key, const Spec& s, int cpu_count) {
+  const json* v = value_of(key, Kind::cpu_list, s);
+  if (schema_mode()) return {0};
+  return convert_or(v, s, [&](const json& j) {
+    std::vector<int> cpus;
+    auto add = [&](long long c) {
+      if (c < 0 || c >= cpu_count)
+        fail(key, fmt::format("CPU {} does not exist (the platform has CPUs 0-{})", c, cpu_count - 1));
+      if (std::find(cpus.begin(), cpus.end(), static_cast<int>(c)) != cpus.end())
+        fail(key, fmt::format("CPU {} is listed twice", c));
+      cpus.push_back(static_cast<int>(c));
+    };
+    if (j.is_number_integer()) {
+      long long n = j.get<long long>();
+      if (n < 1 || n > cpu_count)
+        fail(key, fmt::format("a CPU count must be 1..{} (the platform's CPUs)", cpu_count));
+      for (long long c = 0; c < n; ++c) add(c);
+    } else if (j.is_array()) {
+      for (const auto& e : j) {
+        if (!e.is_number_integer()) fail(key, "CPU numbers must be integers");
+        add(e.get<long long>());
+      }
+    } else if (j.is_string()) {
+      std::stringstream ss(j.get<std::string>());
+      std::string part;
+      while (std::getline(ss, part, ',')) {
+        long long a = 0, b = 0;
+        auto dash = part.find('-');
+        std::string lo = part.substr(0, dash), hi = dash == std::string::npos ? lo : part.substr(dash + 1);
+        auto r1 = std::from_chars(lo.data(), lo.data() + lo.size(), a);
+        auto r2 = std::from_chars(hi.data(), hi.data() + hi.size(), b);
+        if (lo.empty() || r1.ec != std::errc() || r1.ptr != lo.data() + lo.size() || r2.ec != std::errc() ||
+            r2.ptr != hi.data() + hi.size() || b < a)
+          fail(key, fmt::format("cannot read '{}' as a CPU or range (e.g. \"0,1,24-27\")", part));
+        for (long long c = a; c <= b; ++c) add(c);
+      }
+    } else {
+      fail(key, fmt::format("expected {}", kind_name(Kind::cpu_list)));
+    }
+    if (cpus.empty()) fail(key, "the CPU list is empty");
+    return cpus;
+  });
+}
+
+Reader Reader::section(std::string_view key, std::string_view doc, bool optional) {
+  json* sub_schema = nullptr;
+  if (schema_ != nullptr) {
+    json& props = (*schema_)["properties"];
+    props[std::string(key)] = {{"type", "object"}, {"description", std::string(doc)}, {"additionalProperties", false},
+                               {"properties", json::object()}};
+    if (!optional) (*schema_)["required"].push_back(std::string(key));
+    sub_schema = &props[std::string(key)];
+  }
+  const json* sub = nullptr;
+  if (!schema_mode()) {
+    if (has(key)) {
+      sub = &(*object_)[std::string(key)];
+      if (!sub->is_object()) fail(key, fmt::format("expected an object ({})", doc));
+    } else if (!optional) {
+      fail(key, fmt::format("missing required section ({})", doc));
+    }
+  }
+  return Reader(sub, file_, path_of(key), registry_, sourced_, sub_schema);
+}
+
+std::vector<std::string> Reader::keys_of(std::string_view key) const {
+  std::vector<std::string> out;
+  if (!has(key)) return out;
+  const json& v = (*object_)[std::string(key)];
+  if (!v.is_object()) fail(key, "expected an object of named entries");
+  registry_->mark_read(path_of(key));
+  for (auto it = v.begin(); it != v.end(); ++it) out.push_back(it.key());
+  return out;
+}
+
+json load_json_file(const std::string& path, std::vector<std::string>* include_chain) {
+  std::vector<std::string> local_chain;
+  if (include_chain == nullptr) include_chain = &local_chain;
+  std::error_code ec;
+  std::string canonical = std::filesystem::weakly_canonical(path, ec).string();
+  if (std::find(include_chain->begin(), include_chain->end(), canonical) != include_chain->end()) {
+    std::string chain;
+    for (const auto& f : *include_chain) chain += f + " -> ";
+    throw ConfigError(path, "include", "include cycle: " + chain + canonical);
+  }
+  if (std::filesystem::is_directory(path, ec)) throw ConfigError(path, "", "is a directory, expected a JSON file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path, "", "cannot open the file (missing or unreadable)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    auto [line, col] = line_col(text, e.byte == 0 ? 0 : e.byte - 1);
+    std::string what = e.what();
+    auto pos = what.find("error: ");
+    throw ConfigError(path, "", fmt::format("malformed JSON at line {}, column {}: {}", line, col,
+                                            pos == std::string::npos ? what : what.substr(pos + 7)));
+  }
+  if (!doc.is_object()) throw ConfigError(path, "", "the top level must be a JSON object");
+  if (doc.contains("include")) {
+    if (!doc["include"].is_string()) throw ConfigError(path, "include", "expected the path of a base file");
+    std::filesystem::path base = std::filesystem::path(path).parent_path() / doc["include"].get<std::string>();
+    include_chain->push_back(canonical);
+    json merged = load_json_file(base.string(), include_chain);
+    include_chain->pop_back();
+    doc.erase("include");
+    deep_merge(merged, doc);
+    return merged;
+  }
+  return doc;
+}
+
+void apply_override(json& doc, const std::string& file, const std::string& path, const std::string& value,
+                    const std::string& shown_prefix) {
+  json parsed;
+  try {
+    parsed = json::parse(value);
+  } catch (const json::parse_error&) {
+    parsed = value;
+  }
+  std::string full = shown_prefix.empty() ? path : shown_prefix + "." + path;
+  json* node = &doc;
+  std::stringstream ss(path);
+  std::string part;
+  std::vector<std::string> parts;
+  while (std::getline(ss, part, '.')) parts.push_back(part);
+  if (parts.empty() || path.empty()) throw ConfigError(file, full, "--set needs KEY=VALUE with a non-empty key");
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const bool last = i + 1 == parts.size();
+    if (!node->is_object()) throw ConfigError(file, full, fmt::format("--set: '{}' is not an object", parts[i - 1]));
+    if (!node->contains(parts[i])) {
+      std::string known;
+      for (auto it = node->begin(); it != node->end(); ++it) known += (known.empty() ? "" : ", ") + it.key();
+      throw ConfigError(file, full, fmt::format("--set: no key '{}' here (known keys: {})", parts[i], known));
+    }
+    node = &(*node)[parts[i]];
+    if (last) {
+      if (node->is_object() && node->contains("value")) {
+        (*node)["value"] = parsed;
+      } else if (node->is_object()) {
+        throw ConfigError(file, full, "--set: this is a section, not a value");
+      } else {
+        *node = parsed;
+      }
+    }
+  }
+}
+
+namespace {
+void check_read_rec(const json& node, const std::string& file, const std::string& path, const Registry& registry) {
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string& key = it.key();
+    if (!key.empty() && key[0] == '_') continue;  // comments
+    std::string p = path.empty() ? key : path + "." + key;
+    if (registry.was_read(p)) continue;
+    if (it.value().is_object() && !it.value().contains("value") && !it.value().empty()) {
+      check_read_rec(it.value(), file, p, registry);
+    } else {
+      throw ConfigError(file, p, fmt::format("unknown key: no model reads it (value {})", shown(it.value())));
+    }
+  }
+}
+}  // namespace
+
+void check_all_read(const json& doc, const std::string& file, const std::string& root_path, const Registry& registry) {
+  check_read_rec(doc, file, root_path, registry);
+}
+
+}  // namespace cohsim::config

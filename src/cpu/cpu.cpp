@@ -1,0 +1,270 @@
+#include "cohsim/cpu/cpu.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace cohsim::cpu {
+
+using config::Spec;
+
+CpuParams::CpuParams(config::Reader r) {
+  arch = r.choice("arch", Spec{.doc = "instruction set: arm64 or x86", .choices = {"arm64", "x86"}});
+  clock_hz = r.frequency("clock", Spec{.doc = "core clock", .min = 1e6, .max = 1e10});
+  lse = r.boolean("lse_atomics", Spec{.doc = "arm64: ARMv8.1 LSE atomics (else LDXR/STXR loops); x86: ignored",
+                                      .def = true});
+  store_buffer_entries = static_cast<int>(
+      r.integer("store_buffer_entries", Spec{.doc = "stores the buffer holds before the core stalls", .min = 1, .max = 256}));
+  store_commit = r.time("store_commit", Spec{.doc = "writing one owned line from the store buffer into L1", .max = 1e6});
+  system_ack_interval = r.time(
+      "system_ack_interval",
+      Spec{.doc = "spacing of full-system write acknowledgements at the core's bus interface (dsb sy/st waits for them)",
+           .max = 1e6});
+  atomic_latency = r.time("atomic_latency", Spec{.doc = "executing an atomic once its line is held", .max = 1e6});
+  if (arch == "arm64" || r.schema_mode()) {
+    dsb_cost = r.time("dsb", Spec{.doc = "DSB pipeline drain, beyond waiting for the accesses", .def = "0", .max = 1e6});
+    dmb_cost = r.time("dmb", Spec{.doc = "DMB issue cost", .def = "0", .max = 1e6});
+    isb_cost = r.time("isb", Spec{.doc = "ISB pipeline refill", .def = "0", .max = 1e6});
+    wfe_event_stream = r.time("wfe_event_stream", Spec{.doc = "event stream period waking WFE (0 = off)", .def = "0", .max = 1e9});
+  }
+  if (arch == "x86" || r.schema_mode()) {
+    mfence_cost = r.time("mfence", Spec{.doc = "MFENCE cost beyond draining the store buffer", .def = "0", .max = 1e6});
+    lfence_cost = r.time("lfence", Spec{.doc = "LFENCE cost", .def = "0", .max = 1e6});
+    sfence_cost = r.time("sfence", Spec{.doc = "SFENCE cost", .def = "0", .max = 1e6});
+  }
+  irq_entry = r.time("irq_entry", Spec{.doc = "exception entry to the first handler instruction", .max = 1e7});
+  irq_exit = r.time("irq_exit", Spec{.doc = "exception return", .max = 1e7});
+  wfi_wake = r.time("wfi_wake", Spec{.doc = "wake-up from WFI/HLT once an interrupt is pending", .max = 1e8});
+}
+
+Cpu::Cpu(int id, const CpuParams& p, fabric::Fabric& fab, sim::Simulator& sim)
+    : id_(id), p_(p), fab_(fab), sim_(sim), arm_(p.arch == "arm64") {
+  sim_.spawn(fmt::format("cpu{} store buffer", id_), drain_loop(), /*daemon=*/true);
+}
+
+// ---------------------------------------------------------------- loads ---
+Task<std::uint64_t> Cpu::load(Addr a, int size, Order o) {
+  ++stats_.loads;
+  if (fence_pending_ || (o == Order::acquire && arm_ && !sb_.empty())) {
+    // A dmb before, or ldar after an stlr still buffered (RCsc): wait for the stores.
+    co_await drain_store_buffer();
+    fence_pending_ = false;
+  }
+  for (auto it = sb_.rbegin(); it != sb_.rend(); ++it) {
+    if (it->addr == a && it->size == size) {
+      ++stats_.forwarded_loads;
+      co_await sim_.delay(fab_.params().l1.latency);
+      co_return it->value;
+    }
+    if (it->addr < a + static_cast<Addr>(size) && a < it->addr + static_cast<Addr>(it->size)) {
+      co_await drain_store_buffer();  // partial overlap: no forwarding
+      break;
+    }
+  }
+  const Addr line = fabric::line_of(a);
+  Tick lat = co_await fab_.acquire(id_, line, false);
+  std::uint64_t v = fab_.read(id_, a, size);
+  co_await sim_.delay(lat);
+  co_return v;
+}
+
+// --------------------------------------------------------------- stores ---
+Task<void> Cpu::store(Addr a, int size, std::uint64_t v, Order o) {
+  ++stats_.stores;
+  if (o == Order::release || o == Order::full || fence_pending_) {
+    // stlr: earlier stores must complete first (the drain is in order, so
+    // waiting for the buffer to empty orders this store after them).
+    co_await drain_store_buffer();
+    fence_pending_ = false;
+  }
+  while (static_cast<int>(sb_.size()) >= p_.store_buffer_entries)
+    co_await sb_popped_.wait(sim_, "store buffer space");
+  sb_.push_back({a, size, v});
+  sb_pushed_.notify_all(sim_);
+  co_await sim_.delay(p_.cycles(1));
+}
+
+Task<void> Cpu::drain_loop() {
+  for (;;) {
+    while (sb_.empty()) co_await sb_pushed_.wait(sim_, "stores to drain");
+    Pending e = sb_.front();
+    const Addr line = fabric::line_of(e.addr);
+    co_await fab_.acquire(id_, line, true);
+    fab_.write(id_, e.addr, e.size, e.value);
+    note_write_done(line);
+    co_await sim_.delay(p_.store_commit);
+    sb_.pop_front();
+    sb_popped_.notify_all(sim_);
+  }
+}
+
+void Cpu::note_write_done(Addr line) {
+  // Full-system completion: the home's acknowledgement, a round trip away,
+  // issued no closer than system_ack_interval to the previous one.
+  auto& icn = fab_.interconnect();
+  const int home = icn.home_endpoint(fab_.memory().home_node(line));
+  Tick ack = sim_.now() + icn.latency(id_, home) + icn.latency(home, id_);
+  Tick issue = std::max(sim_.now(), last_ack_issue_ + p_.system_ack_interval);
+  last_ack_issue_ = issue;
+  last_system_done_ = std::max(last_system_done_, std::max(ack, issue + p_.system_ack_interval));
+}
+
+Task<void> Cpu::drain_store_buffer() {
+  while (!sb_.empty()) co_await sb_popped_.wait(sim_, "store buffer drain");
+}
+
+Task<void> Cpu::wait_system_completion() {
+  co_await drain_store_buffer();
+  if (last_system_done_ > sim_.now()) co_await sim_.delay(last_system_done_ - sim_.now());
+}
+
+// -------------------------------------------------------------- atomics ---
+Task<std::uint64_t> Cpu::rmw(Addr a, int size, RmwOp op, std::uint64_t operand, std::uint64_t compare, Order o) {
+  ++stats_.atomics;
+  // Release semantics (and every x86 locked operation) order earlier stores first.
+  if (!arm_ || o == Order::release || o == Order::full || fence_pending_) {
+    co_await drain_store_buffer();
+    fence_pending_ = false;
+  }
+  const Addr line = fabric::line_of(a);
+  const std::uint64_t mask = size == 8 ? ~0ull : ((1ull << (8 * size)) - 1);
+  if (fab_.params().atomics_far && (!arm_ || p_.lse)) {
+    std::uint64_t old = co_await fab_.atomic_at_home(id_, a, size, op, operand & mask, compare & mask);
+    co_await sim_.delay(p_.atomic_latency);
+    co_return old;
+  }
+  if (!arm_ || p_.lse) {
+    Tick lat = co_await fab_.acquire(id_, line, true);
+    std::uint64_t old = fab_.read(id_, a, size);
+    std::uint64_t next = fabric::apply_rmw(op, old, operand, compare) & mask;
+    if (op != RmwOp::cas || old == (compare & mask)) {
+      fab_.write(id_, a, size, next);
+      note_write_done(line);
+    }
+    co_await sim_.delay(lat + p_.atomic_latency);
+    co_return old;
+  }
+  // LDXR / STXR loop.
+  for (;;) {
+    Tick lat = co_await fab_.acquire(id_, line, false);
+    std::uint64_t old = fab_.read(id_, a, size);
+    fab_.set_monitor(id_, line);
+    co_await sim_.delay(lat);
+    if (op == RmwOp::cas && old != (compare & mask)) co_return old;  // failed compare: clrex
+    std::uint64_t next = fabric::apply_rmw(op, old, operand, compare) & mask;
+    lat = co_await fab_.acquire(id_, line, true);
+    if (!fab_.monitor_valid(id_, line)) {  // someone wrote the line since the LDXR
+      ++stats_.llsc_retries;
+      co_await sim_.delay(lat);
+      continue;
+    }
+    fab_.write(id_, a, size, next);
+    note_write_done(line);
+    co_await sim_.delay(lat + p_.atomic_latency);
+    co_return old;
+  }
+}
+
+// ------------------------------------------------------------- barriers ---
+Task<void> Cpu::dsb(Domain d, BarrierType t) {
+  ++stats_.barriers;
+  Tick start = sim_.now();
+  if (t != BarrierType::ld) {
+    if (d == Domain::sy || d == Domain::osh) co_await wait_system_completion();
+    else co_await drain_store_buffer();
+  }
+  fence_pending_ = false;
+  co_await sim_.delay(p_.dsb_cost);
+  stats_.barrier_stall += sim_.now() - start;
+}
+
+Task<void> Cpu::dmb(Domain d, BarrierType t) {
+  ++stats_.barriers;
+  // Loads are in order and the store buffer drains in order, so a dmb only
+  // has to make later accesses wait for earlier stores (st->ld ordering).
+  if (t != BarrierType::ld && !sb_.empty()) fence_pending_ = true;
+  co_await sim_.delay(p_.dmb_cost);
+}
+
+Task<void> Cpu::isb() { co_await sim_.delay(p_.isb_cost); }
+
+Task<void> Cpu::mfence() {
+  ++stats_.barriers;
+  Tick start = sim_.now();
+  co_await drain_store_buffer();
+  co_await sim_.delay(p_.mfence_cost);
+  stats_.barrier_stall += sim_.now() - start;
+}
+
+Task<void> Cpu::lfence() { co_await sim_.delay(p_.lfence_cost); }
+Task<void> Cpu::sfence() { co_await sim_.delay(p_.sfence_cost); }
+
+// --------------------------------------------------------- time, spinning ---
+Task<void> Cpu::compute(Tick d) {
+  Tick end = sim_.now() + d;
+  while (sim_.now() < end) {
+    if (irqs_enabled_ && irq_pending_ && !in_interrupt_) {
+      Tick left = end - sim_.now();
+      co_await take_interrupt();
+      end = sim_.now() + left;
+      continue;
+    }
+    if (!irqs_enabled_ || in_interrupt_) {
+      co_await sim_.delay(end - sim_.now());
+      break;
+    }
+    co_await irq_signal_.wait(sim_, "compute", 0, end);
+  }
+}
+
+Task<void> Cpu::wait_for_change(Addr a, std::string_view what) {
+  Tick deadline = arm_ && p_.wfe_event_stream > 0 ? sim_.now() + p_.wfe_event_stream : sim::kNever;
+  co_await fab_.wait_for_loss(id_, fabric::line_of(a), deadline, what);
+}
+
+Task<std::uint64_t> Cpu::spin_until(Addr a, int size, std::function<bool(std::uint64_t)> pred, Order o,
+                                    std::string_view what) {
+  for (;;) {
+    std::uint64_t v = co_await load(a, size, o);
+    if (pred(v)) co_return v;
+    co_await wait_for_change(a, what);
+    ++stats_.spin_wakeups;
+  }
+}
+
+// ----------------------------------------------------------- interrupts ---
+void Cpu::raise_interrupt() {
+  irq_pending_ = true;
+  irq_signal_.notify_all(sim_);
+}
+
+Task<void> Cpu::take_interrupt() {
+  irq_pending_ = false;
+  ++stats_.interrupts;
+  const bool was_enabled = irqs_enabled_;
+  irqs_enabled_ = false;
+  in_interrupt_ = true;
+  co_await sim_.delay(p_.irq_entry);
+  if (irq_handler_) co_await irq_handler_(*this);
+  co_await sim_.delay(p_.irq_exit);
+  in_interrupt_ = false;
+  irqs_enabled_ = was_enabled;
+}
+
+Task<void> Cpu::poll_interrupts() {
+  while (irqs_enabled_ && irq_pending_ && !in_interrupt_) co_await take_interrupt();
+}
+
+Task<void> Cpu::local_irq_enable() {
+  irqs_enabled_ = true;
+  co_await poll_interrupts();
+}
+
+Task<void> Cpu::wfi() {
+  if (!irq_pending_) {
+    co_await irq_signal_.wait(sim_, "WFI (idle)");
+    co_await sim_.delay(p_.wfi_wake);
+  }
+  co_await poll_interrupts();
+}
+
+}  // namespace cohsim::cpu

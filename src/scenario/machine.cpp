@@ -1,0 +1,42 @@
+#include "cohsim/scenario/machine.hpp"
+
+#include <fmt/format.h>
+
+namespace cohsim::scenario {
+
+using config::Spec;
+
+PlatformDoc load_platform(const std::string& path) { return PlatformDoc{config::load_json_file(path), path}; }
+
+Machine::Machine(const PlatformDoc& platform, std::uint64_t seed, config::Registry& registry, config::json* schema)
+    : platform_(platform),
+      seed_(seed),
+      registry_(registry),
+      root_(&platform_.doc, platform_.file, "platform", &registry, /*sourced=*/true, schema) {
+  name_ = root_.text("name", Spec{.doc = "short platform name"});
+  root_.text("description", Spec{.doc = "what machine this is", .def = ""});
+  topo_ = std::make_unique<topo::Topology>(root_.section("topology", "sockets, dies, clusters, cores, threads"));
+  icn_ = std::make_unique<fabric::Interconnect>(
+      root_.section("interconnect", "hop classes: latency and per-message occupancy"), *topo_);
+  fabric::FabricParams fp(root_.section("caches", "cache levels"),
+                          root_.section("coherence", "directory and snoop costs, arbitration"),
+                          root_.section("memory", "DRAM and NUMA nodes"));
+  mem_ = std::make_unique<fabric::MemoryMap>(topo_->node_count(), fp.node_capacity);
+  fabric_ = std::make_unique<fabric::Fabric>(fp, sim_, *icn_, *mem_, seed);
+  cpu_params_ = cpu::CpuParams(root_.section("cpu", "core clock, store buffer, barriers, atomics, interrupts"));
+  for (int c = 0; c < topo_->cpu_count(); ++c)
+    cpus_.push_back(std::make_unique<cpu::Cpu>(c, cpu_params_, *fabric_, sim_));
+  sim_.set_address_describer([this](std::uint64_t a) { return mem_->describe(a); });
+}
+
+Machine::~Machine() = default;
+
+config::Reader Machine::platform_section(std::string_view key, std::string_view doc, bool optional) {
+  return root_.section(key, doc, optional);
+}
+
+void Machine::check_platform_fully_read() const {
+  config::check_all_read(platform_.doc, platform_.file, "platform", registry_);
+}
+
+}  // namespace cohsim::scenario

@@ -1,0 +1,162 @@
+#include "cohsim/scenario/scenario.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fmt/format.h>
+
+namespace cohsim::scenario {
+
+using config::ConfigError;
+using config::json;
+using config::Spec;
+
+double Results::get(const std::string& name) const {
+  for (const auto& [k, v] : metrics)
+    if (k == name) return v;
+  throw std::out_of_range("no metric " + name);
+}
+
+bool Results::has(const std::string& name) const {
+  return std::any_of(metrics.begin(), metrics.end(), [&](const auto& m) { return m.first == name; });
+}
+
+Override parse_override(const std::string& text) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw ConfigError("--set", text, "expected KEY=VALUE (e.g. cpus=16 or platform.interconnect.socket.latency=120ns)");
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+LoadedScenario load_scenario(const std::string& path, const std::string& variant,
+                             const std::vector<Override>& overrides) {
+  LoadedScenario s;
+  s.file = path;
+  json doc = config::load_json_file(path);
+  static const std::vector<std::string> allowed = {"description", "platform", "workload", "params", "variants",
+                                                   "baseline", "seed"};
+  for (auto it = doc.begin(); it != doc.end(); ++it)
+    if (it.key()[0] != '_' && std::find(allowed.begin(), allowed.end(), it.key()) == allowed.end())
+      throw ConfigError(path, it.key(), "unknown key (a scenario has: description, platform, workload, params, variants, baseline, seed)");
+  auto need_string = [&](const char* key) {
+    if (!doc.contains(key) || !doc[key].is_string())
+      throw ConfigError(path, key, "missing or not a string");
+    return doc[key].get<std::string>();
+  };
+  s.description = doc.value("description", "");
+  s.workload = need_string("workload");
+  if (!workloads().count(s.workload)) {
+    std::string known;
+    for (const auto& [k, v] : workloads()) known += (known.empty() ? "" : ", ") + k;
+    throw ConfigError(path, "workload", fmt::format("unknown workload '{}' (known: {})", s.workload, known));
+  }
+  std::filesystem::path platform_path =
+      std::filesystem::path(path).parent_path() / need_string("platform");
+  if (doc.contains("seed")) {
+    if (!doc["seed"].is_number_unsigned()) throw ConfigError(path, "seed", "expected a non-negative integer");
+    s.seed = doc["seed"].get<std::uint64_t>();
+  }
+  s.params = doc.value("params", json::object());
+  if (!s.params.is_object()) throw ConfigError(path, "params", "expected an object");
+  if (doc.contains("variants")) {
+    const json& vs = doc["variants"];
+    if (!vs.is_object() || vs.empty()) throw ConfigError(path, "variants", "expected an object of named parameter sets");
+    for (auto it = vs.begin(); it != vs.end(); ++it) {
+      if (!it.value().is_object()) throw ConfigError(path, "variants." + it.key(), "expected an object of parameters");
+      s.variants.push_back(it.key());
+    }
+    // nlohmann orders keys alphabetically; keep the file's intent via "baseline".
+    s.baseline = doc.contains("baseline") ? doc["baseline"].get<std::string>() : s.variants.front();
+    if (std::find(s.variants.begin(), s.variants.end(), s.baseline) == s.variants.end())
+      throw ConfigError(path, "baseline", fmt::format("'{}' is not one of the variants", s.baseline));
+    s.variant = variant.empty() ? s.baseline : variant;
+    if (std::find(s.variants.begin(), s.variants.end(), s.variant) == s.variants.end()) {
+      std::string known;
+      for (const auto& v : s.variants) known += (known.empty() ? "" : ", ") + v;
+      throw ConfigError(path, "variants", fmt::format("unknown variant '{}' (known: {})", s.variant, known));
+    }
+    // Baseline first in compare order.
+    std::stable_partition(s.variants.begin(), s.variants.end(), [&](const auto& v) { return v == s.baseline; });
+    for (auto it = vs[s.variant].begin(); it != vs[s.variant].end(); ++it) s.params[it.key()] = it.value();
+  } else if (!variant.empty()) {
+    throw ConfigError(path, "variants", fmt::format("this scenario has no variants (asked for '{}')", variant));
+  }
+  s.platform = load_platform(platform_path.string());
+  for (const auto& o : overrides) {
+    if (o.key.rfind("platform.", 0) == 0) {
+      config::apply_override(s.platform.doc, s.platform.file, o.key.substr(9), o.value, "platform");
+    } else if (o.key.find('.') == std::string::npos && !s.params.contains(o.key)) {
+      json v;
+      try {
+        v = json::parse(o.value);
+      } catch (const json::parse_error&) {
+        v = o.value;
+      }
+      s.params[o.key] = v;  // a parameter left at its default; unknown names fail at load
+    } else {
+      config::apply_override(s.params, path, o.key, o.value, "params");
+    }
+  }
+  s.overrides = overrides;
+  return s;
+}
+
+Run::Run(const LoadedScenario& s, std::uint64_t seed) : s_(s) {
+  for (const auto& o : s.overrides)
+    registry_.overridden.insert(o.key.rfind("platform.", 0) == 0 ? o.key : "params." + o.key);
+  machine_ = std::make_unique<Machine>(s.platform, seed, registry_);
+  config::Reader params(&s.params, s.file, "params", &registry_, /*sourced=*/false);
+  workload_ = workloads().at(s.workload).make(params, *machine_);
+  machine_->check_platform_fully_read();
+  config::check_all_read(s.params, s.file, "params", registry_);
+}
+
+Run::~Run() = default;
+
+Results Run::execute() { return workload_->run(); }
+
+json Run::params_used() const {
+  json out = json::object();
+  for (const auto& [path, v] : registry_.used)
+    if (path.rfind("params.", 0) == 0) out[path.substr(7)] = v;
+  return out;
+}
+
+void add_contention_report(Results& r, Machine& m, std::size_t n) {
+  const auto& stats = m.fabric().line_stats();
+  std::vector<std::pair<fabric::Addr, const fabric::LineStats*>> lines;
+  for (const auto& [line, ls] : stats) lines.emplace_back(line, &ls);
+  auto weight = [](const fabric::LineStats& s) {
+    std::uint64_t t = s.invalidations + s.device_accesses;
+    for (auto x : s.transfers) t += x;
+    return t;
+  };
+  std::sort(lines.begin(), lines.end(), [&](const auto& a, const auto& b) {
+    auto wa = weight(*a.second), wb = weight(*b.second);
+    return wa != wb ? wa > wb : a.first < b.first;
+  });
+  json out = json::array();
+  for (std::size_t i = 0; i < lines.size() && i < n; ++i) {
+    const auto& [line, s] = lines[i];
+    if (weight(*s) == 0) break;
+    json transfers = json::object();
+    for (int c = 0; c < topo::kHopClasses; ++c)
+      if (s->transfers[static_cast<std::size_t>(c)] > 0)
+        transfers[topo::hop_class_name(static_cast<topo::HopClass>(c))] = s->transfers[static_cast<std::size_t>(c)];
+    std::vector<int> cpus;
+    for (int core = 0; core < fabric::kMaxCores; ++core)
+      if (s->touched.test(static_cast<std::size_t>(core))) cpus.push_back(core);
+    out.push_back({{"line", fmt::format("{:#x}", line)},
+                   {"symbol", m.memory().describe(line)},
+                   {"home_node", m.memory().home_node(line)},
+                   {"transfers", transfers},
+                   {"invalidations", s->invalidations},
+                   {"memory_reads", s->memory_reads},
+                   {"device_accesses", s->device_accesses},
+                   {"requests", s->requests},
+                   {"wait_ns", sim::to_ns(s->wait)},
+                   {"cores", cpus}});
+  }
+  r.extra["contention"] = out;
+}
+
+}  // namespace cohsim::scenario
