@@ -1,6 +1,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 #include <iostream>
+#include <fmt/ranges.h>
 #include <set>
 
 #include "cli.hpp"
@@ -84,13 +85,13 @@ int cmd_topo(const std::vector<std::string>& args) {
       std::set<int> cl;
       int lo = -1, hi = -1;
       for (int c = 0; c < t.cpu_count(); ++c)
-        if (t.cpu(c).die_global == die) {
+        if (t.cpu(c).die_global == die && t.cpu(c).thread == 0) {
           cl.insert(t.cpu(c).cluster_global);
           if (lo < 0 || c < lo) lo = c;
           hi = std::max(hi, c);
         }
       std::cout << fmt::format("  die {} (node {}): {} clusters, CPUs {}-{}{}\n", die, t.cpu(lo).node, cl.size(), lo, hi,
-                               t.threads_per_core() > 1 ? fmt::format(" and SMT siblings {}-{}", lo + t.core_count(), hi + t.core_count()) : "");
+                               t.threads_per_core() > 1 ? fmt::format(" (first threads; siblings: {})", fmt::join(t.smt_siblings(lo), ",")) : "");
     }
   }
   std::cout << "\nunloaded one-way message latency from CPU 0, by hop class\n";

@@ -133,14 +133,23 @@ Task<std::uint64_t> Cpu::rmw(Addr a, int size, RmwOp op, std::uint64_t operand, 
     co_return old;
   }
   if (!arm_ || p_.lse) {
+    // The line is fetched exclusive, the atomic executes for atomic_latency,
+    // and its write becomes visible at the end. A line snooped away during
+    // execution is fetched again (the hardware would hold the snoop instead);
+    // the read-modify-write itself happens in one instant, so it is atomic.
     Tick lat = co_await fab_.acquire(id_, line, true);
+    // Locked operations of SMT siblings share the core: they run one at a time.
+    Tick& core_busy = fab_.core_atomic_busy(id_);
+    Tick start = std::max(sim_.now(), core_busy);
+    core_busy = start + lat + p_.atomic_latency;
+    co_await sim_.delay(core_busy - sim_.now());
+    co_await fab_.acquire(id_, line, true);
     std::uint64_t old = fab_.read(id_, a, size);
     std::uint64_t next = fabric::apply_rmw(op, old, operand, compare) & mask;
     if (op != RmwOp::cas || old == (compare & mask)) {
       fab_.write(id_, a, size, next);
       note_write_done(line);
     }
-    co_await sim_.delay(lat + p_.atomic_latency);
     co_return old;
   }
   // LDXR / STXR loop.

@@ -132,6 +132,7 @@ Fabric::Fabric(const FabricParams& p, sim::Simulator& sim, Interconnect& icn, Me
     throw sim::SimError(fmt::format("{} cores: the fabric supports at most {}", topo_.core_count(), kMaxCores));
   core_cpu_.assign(static_cast<std::size_t>(topo_.core_count()), -1);
   cpus_of_core_.resize(static_cast<std::size_t>(topo_.core_count()));
+  core_atomic_busy_.assign(static_cast<std::size_t>(topo_.core_count()), 0);
   for (int c = topo_.cpu_count() - 1; c >= 0; --c) core_cpu_[static_cast<std::size_t>(topo_.cpu(c).core_global)] = c;
   for (int c = 0; c < topo_.cpu_count(); ++c) cpus_of_core_[static_cast<std::size_t>(topo_.cpu(c).core_global)].push_back(c);
   for (int c = 0; c < topo_.core_count(); ++c) {
@@ -217,6 +218,14 @@ void Fabric::write(int cpu, Addr a, int size, std::uint64_t value) {
     throw sim::SimError(fmt::format("write of {:#x} by cpu {} without ownership", a, cpu));
   it->second.state = CacheState::M;
   put_bytes(it->second.data, a, size, value);
+  const int core = core_of(cpu);
+  if (cpus_of_core_[static_cast<std::size_t>(core)].size() > 1) {
+    // An SMT sibling spinning on this line sees the write in the shared cache.
+    it->second.lost.notify_all(sim_);
+    for (int sib : cpus_of_core_[static_cast<std::size_t>(core)])
+      if (sib != cpu && monitors_[static_cast<std::size_t>(sib)].line == line_of(a))
+        monitors_[static_cast<std::size_t>(sib)].valid = false;
+  }
   if (checking_) {
     auto [g, inserted] = golden_.try_emplace(line_of(a), home_line(line_of(a)).mem);
     put_bytes(g->second, a, size, value);

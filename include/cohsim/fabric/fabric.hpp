@@ -90,6 +90,8 @@ class Fabric {
   std::uint64_t read(int cpu, Addr a, int size);
   /// Writes `size` bytes at `a` into `cpu`'s cache (the line must be held in M/E).
   void write(int cpu, Addr a, int size, std::uint64_t value);
+  /// When the atomic unit of `cpu`'s core is next free (shared by SMT siblings).
+  Tick& core_atomic_busy(int cpu) { return core_atomic_busy_[static_cast<std::size_t>(core_of(cpu))]; }
   /// True when `cpu`'s core holds `line` readable (or writable).
   bool holds(int cpu, Addr line, bool for_write) const;
   /// A far atomic: performed at the line's home; returns the old value.
@@ -176,6 +178,7 @@ class Fabric {
   std::vector<std::unique_ptr<PrivateCache>> caches_;
   std::vector<int> core_cpu_;  ///< a CPU endpoint per core (its first thread)
   std::vector<std::vector<int>> cpus_of_core_;
+  std::vector<Tick> core_atomic_busy_;
   struct Monitor {
     Addr line = ~Addr{0};
     bool valid = false;
