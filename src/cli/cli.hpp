@@ -28,10 +28,15 @@ struct RunOutput {
   nlohmann::json doc;
   scenario::Results results;
 };
+/// Where and what to trace (cohsim run --trace FILE --trace-window FROM:TO).
+struct TraceOptions {
+  std::string file;
+  sim::Tick from = 0, to = sim::kNever;
+};
 /// Loads, validates and runs one scenario variant.
 RunOutput run_scenario(const std::string& path, const std::string& variant,
                        const std::vector<scenario::Override>& overrides, std::optional<std::uint64_t> seed,
-                       bool progress);
+                       bool progress, const TraceOptions* trace = nullptr);
 /// Writes `text` to `path` atomically (temporary file, then rename).
 void write_file_atomically(const std::string& path, const std::string& text);
 /// Prints metrics as an aligned table.

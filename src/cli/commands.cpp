@@ -15,6 +15,11 @@ namespace cohsim::cli {
 namespace po = boost::program_options;
 using nlohmann::json;
 
+RunOutput finish_run(const std::string& path, const scenario::LoadedScenario& s, scenario::Run& run,
+                     const scenario::Results& r, std::uint64_t used_seed,
+                     const std::vector<scenario::Override>& overrides,
+                     std::chrono::steady_clock::time_point wall0);
+
 std::string source_dir() { return COHSIM_SOURCE_DIR; }
 
 void write_file_atomically(const std::string& path, const std::string& text) {
@@ -49,13 +54,37 @@ std::string format_metrics(const scenario::Results& r) {
 
 RunOutput run_scenario(const std::string& path, const std::string& variant,
                        const std::vector<scenario::Override>& overrides, std::optional<std::uint64_t> seed,
-                       bool progress) {
+                       bool progress, const TraceOptions* trace) {
   auto s = scenario::load_scenario(path, variant, overrides);
   const std::uint64_t used_seed = seed.value_or(s.seed);
   auto wall0 = std::chrono::steady_clock::now();
   scenario::Run run(s, used_seed);
   (void)progress;
+  std::unique_ptr<sim::Tracer> tracer;
+  if (trace != nullptr && !trace->file.empty()) {
+    tracer = std::make_unique<sim::Tracer>(trace->from, trace->to);
+    auto& icn = run.machine().interconnect();
+    for (int c = 0; c < run.machine().cpu_count(); ++c) tracer->name_track(c, fmt::format("cpu{}", c));
+    run.machine().sim().set_tracer(tracer.get());
+    scenario::Results r0 = run.execute();
+    for (int ep = run.machine().cpu_count(); ep < static_cast<int>(icn.endpoint_count()); ++ep)
+      tracer->name_track(ep, icn.endpoint(ep).name);
+    run.machine().sim().set_tracer(nullptr);
+    constexpr std::uint64_t kWarnBytes = 100ull << 20;
+    if (tracer->bytes_estimate() > kWarnBytes)
+      spdlog::warn("the trace is about {} MB ({} events): narrow it with --trace-window FROM:TO",
+                   tracer->bytes_estimate() >> 20, tracer->events());
+    write_file_atomically(trace->file, tracer->to_json());
+    return finish_run(path, s, run, r0, used_seed, overrides, wall0);
+  }
   scenario::Results r = run.execute();
+  return finish_run(path, s, run, r, used_seed, overrides, wall0);
+}
+
+RunOutput finish_run(const std::string& path, const scenario::LoadedScenario& s, scenario::Run& run,
+                     const scenario::Results& r, std::uint64_t used_seed,
+                     const std::vector<scenario::Override>& overrides,
+                     std::chrono::steady_clock::time_point wall0) {
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   json metrics = json::object();
   for (const auto& [k, v] : r.metrics) metrics[k] = v;
@@ -112,7 +141,11 @@ int cmd_run(const std::vector<std::string>& args) {
   CommonOptions common;
   std::string scenario_path, variant;
   po::options_description d("cohsim run SCENARIO [options]");
-  d.add_options()("help,h", "this help")("variant", po::value(&variant), "variant to run (default: the scenario's baseline)");
+  std::string trace_window;
+  TraceOptions trace;
+  d.add_options()("help,h", "this help")("variant", po::value(&variant), "variant to run (default: the scenario's baseline)")(
+      "trace", po::value(&trace.file), "write a Chrome trace-event JSON timeline to FILE (open in Perfetto)")(
+      "trace-window", po::value(&trace_window), "only trace FROM:TO of simulated time, e.g. 10us:20us");
   add_common(d, common);
   po::options_description hidden;
   hidden.add_options()("scenario", po::value(&scenario_path));
@@ -130,7 +163,16 @@ int cmd_run(const std::vector<std::string>& args) {
   if (scenario_path.empty()) throw po::error("missing SCENARIO (a file under configs/scenarios/)");
   if (vm.count("seed")) common.seed = vm["seed"].as<std::uint64_t>();
   apply_logging(common);
-  RunOutput out = run_scenario(scenario_path, variant, overrides_of(common), common.seed, !common.quiet);
+  if (!trace_window.empty()) {
+    auto colon = trace_window.find(':');
+    auto from = sim::parse_time(trace_window.substr(0, colon));
+    auto to = colon == std::string::npos ? std::nullopt : sim::parse_time(trace_window.substr(colon + 1));
+    if (!from || !to || *to <= *from)
+      throw config::ConfigError("--trace-window", trace_window, "expected FROM:TO with units, FROM < TO (e.g. 10us:20us)");
+    trace.from = *from;
+    trace.to = *to;
+  }
+  RunOutput out = run_scenario(scenario_path, variant, overrides_of(common), common.seed, !common.quiet, &trace);
   if (!common.json_out.empty()) write_file_atomically(common.json_out, out.doc.dump(1) + "\n");
   if (!common.quiet) {
     std::cout << fmt::format("scenario  {}\nplatform  {}\nworkload  {}\nvariant   {}\nseed      {}\n\nmetrics\n{}",

@@ -125,6 +125,13 @@ Task<std::uint64_t> Cpu::rmw(Addr a, int size, RmwOp op, std::uint64_t operand, 
     co_await drain_store_buffer();
     fence_pending_ = false;
   }
+  // Same-address order: the atomic must act on this CPU's own buffered stores
+  // to its bytes (there is no forwarding into a read-modify-write).
+  for (const Pending& e : sb_)
+    if (e.addr < a + static_cast<Addr>(size) && a < e.addr + static_cast<Addr>(e.size)) {
+      co_await drain_store_buffer();
+      break;
+    }
   const Addr line = fabric::line_of(a);
   const std::uint64_t mask = size == 8 ? ~0ull : ((1ull << (8 * size)) - 1);
   if (fab_.params().atomics_far && (!arm_ || p_.lse)) {
@@ -184,6 +191,10 @@ Task<void> Cpu::dsb(Domain d, BarrierType t) {
   fence_pending_ = false;
   co_await sim_.delay(p_.dsb_cost);
   stats_.barrier_stall += sim_.now() - start;
+  if (auto* tr = sim_.tracer())
+    tr->slice(id_, d == Domain::sy || d == Domain::osh ? (t == BarrierType::st ? "dsb st" : "dsb sy")
+                                                        : (t == BarrierType::st ? "dsb ishst" : "dsb ish"),
+              "barrier", start, sim_.now());
 }
 
 Task<void> Cpu::dmb(Domain d, BarrierType t) {
@@ -202,6 +213,7 @@ Task<void> Cpu::mfence() {
   co_await drain_store_buffer();
   co_await sim_.delay(p_.mfence_cost);
   stats_.barrier_stall += sim_.now() - start;
+  if (auto* tr = sim_.tracer()) tr->slice(id_, "mfence", "barrier", start, sim_.now());
 }
 
 Task<void> Cpu::lfence() { co_await sim_.delay(p_.lfence_cost); }
@@ -226,17 +238,21 @@ Task<void> Cpu::compute(Tick d) {
 }
 
 Task<void> Cpu::wait_for_change(Addr a, std::string_view what) {
+  Tick start = sim_.now();
   Tick deadline = arm_ && p_.wfe_event_stream > 0 ? sim_.now() + p_.wfe_event_stream : sim::kNever;
   co_await fab_.wait_for_loss(id_, fabric::line_of(a), deadline, what);
+  if (auto* tr = sim_.tracer()) tr->slice(id_, what, arm_ ? "wfe" : "pause", start, sim_.now());
 }
 
 Task<std::uint64_t> Cpu::spin_until(Addr a, int size, std::function<bool(std::uint64_t)> pred, Order o,
                                     std::string_view what) {
+  bool woken = false;
   for (;;) {
     std::uint64_t v = co_await load(a, size, o);
     if (pred(v)) co_return v;
+    if (woken) ++stats_.spin_wakeups;  // woken, but the condition still does not hold
     co_await wait_for_change(a, what);
-    ++stats_.spin_wakeups;
+    woken = true;
   }
 }
 
@@ -252,9 +268,11 @@ Task<void> Cpu::take_interrupt() {
   const bool was_enabled = irqs_enabled_;
   irqs_enabled_ = false;
   in_interrupt_ = true;
+  Tick start = sim_.now();
   co_await sim_.delay(p_.irq_entry);
   if (irq_handler_) co_await irq_handler_(*this);
   co_await sim_.delay(p_.irq_exit);
+  if (auto* tr = sim_.tracer()) tr->slice(id_, "interrupt", "irq", start, sim_.now());
   in_interrupt_ = false;
   irqs_enabled_ = was_enabled;
 }
@@ -271,7 +289,9 @@ Task<void> Cpu::local_irq_enable() {
 Task<void> Cpu::wfi() {
   if (!irq_pending_) {
     co_await irq_signal_.wait(sim_, "WFI (idle)");
+    Tick woke = sim_.now();
     co_await sim_.delay(p_.wfi_wake);
+    if (auto* tr = sim_.tracer()) tr->slice(id_, "WFI wake-up", "idle", woke, sim_.now());
   }
   co_await poll_interrupts();
 }

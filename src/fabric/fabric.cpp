@@ -510,8 +510,10 @@ void Fabric::run_directory(Txn& t, HomeLine& h) {
     if (a & da_fwd_inv) {
       home_ready = std::max(home_ready, icn_.send(oep, home_ep, resp));
     } else {
-      complete = std::max(complete, icn_.send(oep, t.ep, resp));
+      const Tick delivered = icn_.send(oep, t.ep, resp);
+      complete = std::max(complete, delivered);
       if (t.core >= 0) ++ls.transfers[static_cast<std::size_t>(topo_.hop_class(oep, t.ep))];
+      if (auto* tr = sim_.tracer()) tr->flow(mem_.describe(line), oep, resp, t.ep, delivered);
       if (a & da_fwd_gets) icn_.send(oep, home_ep, resp);  // the writeback's occupancy
     }
     t.response = (a & da_fwd_gets) ? CacheEvent::Data : CacheEvent::DataExcl;

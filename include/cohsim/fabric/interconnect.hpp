@@ -55,6 +55,7 @@ class Interconnect {
   /// Adds a device on `socket`'s gateway die; returns its endpoint id.
   int add_device(const std::string& name, int socket);
   const Endpoint& endpoint(int id) const { return endpoints_.at(static_cast<std::size_t>(id)); }
+  std::size_t endpoint_count() const { return endpoints_.size(); }
 
   struct Path {
     Tick latency = 0;               ///< unloaded, sum of hop latencies

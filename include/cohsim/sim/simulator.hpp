@@ -25,6 +25,7 @@
 
 #include "cohsim/sim/task.hpp"
 #include "cohsim/sim/time.hpp"
+#include "cohsim/sim/trace.hpp"
 
 namespace cohsim::sim {
 
@@ -197,6 +198,10 @@ class Simulator {
   /// Records that the model made progress (the watchdog's clock restarts).
   void note_progress() { last_progress_ = now_; }
 
+  /// The timeline tracer, or nullptr when tracing is off (the default).
+  Tracer* tracer() const { return tracer_; }
+  void set_tracer(Tracer* t) { tracer_ = t; }
+
   /// Optional: turns an address into "symbol+offset" for watchdog reports.
   void set_address_describer(std::function<std::string(std::uint64_t)> f) {
     describe_address_ = std::move(f);
@@ -276,6 +281,7 @@ class Simulator {
   std::exception_ptr first_error_{};
   Tick last_progress_ = 0;
   std::function<std::string(std::uint64_t)> describe_address_;
+  Tracer* tracer_ = nullptr;
 };
 
 /// A set of waiting processes, woken together: the building block of
