@@ -2,7 +2,6 @@
 // Same shapes and the same counting rule as systemc_workloads.cpp.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -61,14 +60,13 @@ inline csim::RunLimits bench_limits() {
 inline CohsimMeasurement cohsim_run_delay(const DelayParams& p) {
   csim::Simulator sim;
   std::uint64_t resumptions = 0;
-  const auto w0 = std::chrono::steady_clock::now();
+  CohsimMeasurement m;
+  const Stopwatch watch;
   for (int i = 0; i < p.tasks; ++i)
     sim.spawn("delay" + std::to_string(i), cohsim_delay_task(sim, i, p.iterations, resumptions));
   sim.run(bench_limits());
-  const auto w1 = std::chrono::steady_clock::now();
-  CohsimMeasurement m;
+  watch.stop(m);
   m.events = resumptions;
-  m.seconds = std::chrono::duration<double>(w1 - w0).count();
   m.sim_span_ps = sim.now();
   m.events_executed = sim.events_executed();
   return m;
@@ -82,7 +80,8 @@ inline CohsimMeasurement cohsim_run_pingpong(const PingPongParams& p) {
   std::vector<csim::Signal> to_ping(static_cast<std::size_t>(p.pairs));
   std::vector<csim::Signal> to_pong(static_cast<std::size_t>(p.pairs));
   std::uint64_t resumptions = 0;
-  const auto w0 = std::chrono::steady_clock::now();
+  CohsimMeasurement m;
+  const Stopwatch watch;
   for (int i = 0; i < p.pairs; ++i) {
     auto& a = to_ping[static_cast<std::size_t>(i)];
     auto& b = to_pong[static_cast<std::size_t>(i)];
@@ -90,10 +89,8 @@ inline CohsimMeasurement cohsim_run_pingpong(const PingPongParams& p) {
     sim.spawn("ping" + std::to_string(i), cohsim_ping(sim, a, b, p.rounds, resumptions));
   }
   sim.run(bench_limits());
-  const auto w1 = std::chrono::steady_clock::now();
-  CohsimMeasurement m;
+  watch.stop(m);
   m.events = resumptions;
-  m.seconds = std::chrono::duration<double>(w1 - w0).count();
   m.sim_span_ps = sim.now();
   m.events_executed = sim.events_executed();
   return m;

@@ -7,7 +7,8 @@
 // 1-7 ns timed waits; (b) "pingpong", pairs of tasks bouncing a token through
 // notify/wait at zero time. Each workload runs `warmup` untimed times and
 // then `reps` timed times per engine, interleaved (cohsim, SystemC, cohsim,
-// ...); the figures are the medians. Both engines count events the same way:
+// ...); the figures are the medians, in events per second of thread CPU time
+// (--json also gives wall-clock rates). Both engines count events the same way:
 // one resumption of a waiting thread = one event. The bench fails (exit 1)
 // if the counts or the simulated time spans of the two engines differ.
 #include <algorithm>
@@ -86,16 +87,15 @@ struct WorkloadResult {
   std::vector<Measurement> systemc;
   std::vector<std::string> errors;
 
-  double cohsim_rate() const {
+  template <class M>
+  static double median_rate(const std::vector<M>& runs, bool wall) {
+    if (runs.empty()) return 0;
     std::vector<double> r;
-    for (const auto& m : cohsim) r.push_back(m.events_per_s());
+    for (const auto& m : runs) r.push_back(wall ? m.wall_events_per_s() : m.events_per_s());
     return median(r);
   }
-  double systemc_rate() const {
-    std::vector<double> r;
-    for (const auto& m : systemc) r.push_back(m.events_per_s());
-    return systemc.empty() ? 0 : median(r);
-  }
+  double cohsim_rate(bool wall = false) const { return median_rate(cohsim, wall); }
+  double systemc_rate(bool wall = false) const { return median_rate(systemc, wall); }
 };
 
 void check(WorkloadResult& w) {
@@ -136,7 +136,7 @@ WorkloadResult measure(const std::string& name, std::uint64_t expected, const Op
 nlohmann::json to_json(const WorkloadResult& w) {
   nlohmann::json j;
   const double x = w.cohsim_rate();
-  j["cohsim_events_per_s"] = x;
+  j["cohsim_events_per_s"] = x;  // per CPU second
   if (!w.systemc.empty()) {
     const double y = w.systemc_rate();
     j["systemc_events_per_s"] = y;
@@ -145,6 +145,8 @@ nlohmann::json to_json(const WorkloadResult& w) {
     j["systemc_events_per_s"] = nullptr;
     j["ratio"] = nullptr;
   }
+  j["cohsim_wall_events_per_s"] = x == 0 ? 0.0 : w.cohsim_rate(true);
+  j["systemc_wall_events_per_s"] = w.systemc.empty() ? nlohmann::json(nullptr) : nlohmann::json(w.systemc_rate(true));
   j["events_per_run"] = w.expected;
   j["sim_span_ps"] = w.cohsim.empty() ? 0 : w.cohsim.front().sim_span_ps;
   auto& s = j["samples"];
@@ -158,7 +160,8 @@ nlohmann::json to_json(const WorkloadResult& w) {
 }
 
 void print_table(const Options& o, const std::vector<WorkloadResult>& results) {
-  std::printf("cohsim engine benchmark: median of %d runs (after %d warm-up), events = thread resumptions\n",
+  std::printf("cohsim engine benchmark: median of %d runs (after %d warm-up), events = thread resumptions,\n"
+              "rates per second of thread CPU time (wall-clock rates: see --json)\n",
               o.reps, o.warmup);
   std::printf("  delay:    %d tasks x %d timed waits of 1-7 ns\n", o.delay.tasks, o.delay.iterations);
   std::printf("  pingpong: %d pairs x %d rounds of notify/wait at zero time\n\n", o.pingpong.pairs,

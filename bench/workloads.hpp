@@ -9,7 +9,9 @@
 // must equal Simulator::events_executed(), which the bench checks.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <ctime>
 
 namespace cohsim_bench {
 
@@ -40,12 +42,35 @@ inline std::uint64_t expected_events(const PingPongParams& p) {
   return 2 * static_cast<std::uint64_t>(p.pairs) * (static_cast<std::uint64_t>(p.rounds) + 1);
 }
 
-/// One timed run of one workload on one engine.
+/// One timed run of one workload on one engine. Rates use the thread's CPU
+/// time (both engines run on one OS thread: SystemC's threads are user-level
+/// coroutines), which a busy shared machine disturbs less than wall time.
 struct Measurement {
-  std::uint64_t events = 0;     ///< counted resumptions
-  double seconds = 0;           ///< wall-clock time of the run
+  std::uint64_t events = 0;       ///< counted resumptions
+  double cpu_seconds = 0;         ///< CPU time of this thread during the run
+  double wall_seconds = 0;        ///< wall-clock time of the run
   std::uint64_t sim_span_ps = 0;  ///< simulated time covered by the run
-  double events_per_s() const { return seconds > 0 ? static_cast<double>(events) / seconds : 0; }
+  double events_per_s() const { return cpu_seconds > 0 ? static_cast<double>(events) / cpu_seconds : 0; }
+  double wall_events_per_s() const { return wall_seconds > 0 ? static_cast<double>(events) / wall_seconds : 0; }
+};
+
+/// Measures CPU (CLOCK_THREAD_CPUTIME_ID) and wall time from construction.
+class Stopwatch {
+ public:
+  Stopwatch() : cpu0_(thread_cpu()), wall0_(std::chrono::steady_clock::now()) {}
+  void stop(Measurement& m) const {
+    m.cpu_seconds = thread_cpu() - cpu0_;
+    m.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0_).count();
+  }
+
+ private:
+  static double thread_cpu() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  }
+  double cpu0_;
+  std::chrono::steady_clock::time_point wall0_;
 };
 
 // --- SystemC side (systemc_workloads.cpp; absent when SystemC is not found) --
