@@ -17,5 +17,6 @@ struct WorkloadTable {
 
 void register_c2c(WorkloadTable& t);
 void register_mem_latency(WorkloadTable& t);
+void register_ipi_bench(WorkloadTable& t);
 
 }  // namespace cohsim::models

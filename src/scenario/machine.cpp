@@ -26,6 +26,13 @@ Machine::Machine(const PlatformDoc& platform, std::uint64_t seed, config::Regist
   cpu_params_ = cpu::CpuParams(root_.section("cpu", "core clock, store buffer, barriers, atomics, interrupts"));
   for (int c = 0; c < topo_->cpu_count(); ++c)
     cpus_.push_back(std::make_unique<cpu::Cpu>(c, cpu_params_, *fabric_, sim_));
+  // The interrupt controller's section is read here, once, so that every run
+  // validates it at load (an unread key stays an error) even when its
+  // workload sends no interrupt; models that do build the GIC from it.
+  if (root_.has("gic") || root_.schema_mode())
+    gic_params_.emplace(root_.section("gic", "GICv3 interrupt controller: SGI routing and CPU-interface costs",
+                                      /*optional=*/true),
+                        *topo_);
   sim_.set_address_describer([this](std::uint64_t a) { return mem_->describe(a); });
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "cohsim/fabric/fabric.hpp"
 #include "cohsim/fabric/interconnect.hpp"
 #include "cohsim/fabric/memory_map.hpp"
+#include "cohsim/irq/gicv3.hpp"
 #include "cohsim/sim/simulator.hpp"
 #include "cohsim/topo/topology.hpp"
 
@@ -50,6 +52,8 @@ class Machine {
   const cpu::CpuParams& cpu_params() const { return cpu_params_; }
   const PlatformDoc& platform() const { return platform_; }
   config::Registry& registry() { return registry_; }
+  /// The platform's "gic" section (arm64 interrupt controller), nullptr when it has none.
+  const irq::GicParams* gic_params() const { return gic_params_ ? &*gic_params_ : nullptr; }
 
  private:
   PlatformDoc platform_;
@@ -64,6 +68,7 @@ class Machine {
   std::unique_ptr<fabric::Fabric> fabric_;
   cpu::CpuParams cpu_params_;
   std::vector<std::unique_ptr<cpu::Cpu>> cpus_;
+  std::optional<irq::GicParams> gic_params_;
 };
 
 }  // namespace cohsim::scenario

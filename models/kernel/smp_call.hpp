@@ -1,0 +1,106 @@
+// Cross-CPU function calls as Linux v5.17 does them on arm64:
+//   kernel/smp.c            smp_call_function_single, generic_exec_single,
+//                           __smp_call_single_queue, csd_lock_wait, csd_unlock,
+//                           __flush_smp_call_function_queue (the IPI handler)
+//   lib/llist.c, llist.h    llist_add (llist_add_batch), llist_del_all,
+//                           llist_reverse_order
+//   arch/arm64/kernel/smp.c smp_cross_call(IPI_CALL_FUNC), do_handle_IPI
+//   drivers/irqchip/irq-gic-v3.c  gic_ipi_send_mask (the barrier variant)
+// Every shared access goes through the Cpu, so its cost comes from where the
+// line lives and who held it last. Values are real: the queue head holds the
+// address of the csd, the csd holds flags/func/info.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "cohsim/cpu/cpu.hpp"
+#include "cohsim/irq/gicv3.hpp"
+#include "cohsim/scenario/machine.hpp"
+
+namespace cohsim::models::kernel {
+
+using fabric::Addr;
+using sim::Task;
+using sim::Tick;
+
+/// call_single_data_t (v5.17 include/linux/smp.h, smp_types.h): 32 bytes.
+struct CsdLayout {
+  static constexpr Addr next = 0;   ///< node.llist.next (8 B)
+  static constexpr Addr flags = 8;  ///< node.u_flags (4 B)
+  static constexpr Addr func = 16;  ///< func (8 B)
+  static constexpr Addr info = 24;  ///< info (8 B)
+  static constexpr Addr bytes = 32;
+};
+/// CSD_FLAG_LOCK and CSD_TYPE_SYNC (v5.17 include/linux/smp_types.h).
+inline constexpr std::uint64_t kCsdFlagLock = 0x01, kCsdTypeSync = 0x10;
+/// arm64 IPI_CALL_FUNC: SGI 1 (v5.17 arch/arm64/kernel/smp.c enum ipi_msg_type).
+inline constexpr int kIpiCallFunc = 1;
+
+/// The barrier at the head of gic_ipi_send_mask.
+enum class IpiBarrier {
+  wmb,        ///< stock v5.17: wmb() = dsb(st), full-system completion of earlier stores
+  dsb_ishst,  ///< patched: dsb(ishst), inner-shareable completion only
+};
+
+/// Kernel instruction costs outside the modelled memory accesses and barriers.
+struct SmpCallCosts {
+  Tick call_path = 0;  ///< smp_call_function_single .. smp_cross_call, preempt and cpumask handling
+  Tick func_call = 0;  ///< an indirect call to an empty function and its return
+};
+
+/// llist_add(node, head): load first; store node->next = first; cmpxchg
+/// (fully ordered, CASAL with LSE) head->first from first to node; retry on
+/// failure. Returns true when the list was empty (v5.17 llist_add_batch).
+Task<bool> llist_add(cpu::Cpu& c, Addr node, Addr head);
+/// llist_del_all(head): xchg(&head->first, NULL) (SWPAL); returns the old first.
+Task<Addr> llist_del_all(cpu::Cpu& c, Addr head);
+/// llist_reverse_order(first): for each node load next, store next = the new head.
+Task<Addr> llist_reverse_order(cpu::Cpu& c, Addr first);
+
+/// The smp_call_function machinery of one machine: per-CPU call_single_queue
+/// heads, the functions callable through a csd, the IPI handler, the send path.
+class SmpCall {
+ public:
+  /// Allocates every CPU's call_single_queue on its own node and line, and
+  /// registers the IPI_CALL_FUNC handler with the GIC.
+  SmpCall(scenario::Machine& m, irq::Gicv3& gic, IpiBarrier barrier, SmpCallCosts costs);
+
+  /// Registers a function a csd can name; returns its (fake kernel text) address.
+  Addr register_function(std::function<Task<void>(cpu::Cpu&, std::uint64_t info)> fn);
+  /// smp_call_function_single(target, func, info, wait) with the csd at `csd`
+  /// (on the caller's stack). Returns 0.
+  Task<int> smp_call_function_single(cpu::Cpu& c, int target, Addr func, std::uint64_t info, bool wait, Addr csd);
+  /// gic_ipi_send_mask(IPI_CALL_FUNC, targets): barrier, one ICC_SGI1R write per cluster, isb.
+  Task<void> gic_ipi_send_mask(cpu::Cpu& c, const std::vector<int>& targets, int intid);
+  /// The idle loop of `cpu` (do_idle -> cpu_do_idle: wfi), spawned as a daemon.
+  void start_idle(int cpu);
+
+  /// The call_single_queue head of `cpu`.
+  Addr call_single_queue(int cpu) const { return queues_.at(static_cast<std::size_t>(cpu)); }
+  /// IPIs sent (one per llist_add that found the queue empty).
+  std::uint64_t ipis_sent() const { return ipis_sent_; }
+  /// Calls queued behind earlier entries, so without an IPI.
+  std::uint64_t queued_without_ipi() const { return queued_without_ipi_; }
+  /// csd entries run by IPI handlers.
+  std::uint64_t entries_run() const { return entries_run_; }
+
+ private:
+  Task<void> generic_exec_single(cpu::Cpu& c, int target, Addr csd);
+  Task<void> csd_lock_wait(cpu::Cpu& c, Addr csd);
+  Task<void> call(cpu::Cpu& c, Addr func, std::uint64_t info);
+  /// __flush_smp_call_function_queue(true): the IPI_CALL_FUNC handler.
+  Task<void> flush_smp_call_function_queue(cpu::Cpu& c);
+  Task<void> idle_loop(cpu::Cpu& c);
+
+  scenario::Machine& m_;
+  irq::Gicv3& gic_;
+  IpiBarrier barrier_;
+  SmpCallCosts costs_;
+  std::vector<Addr> queues_;
+  std::vector<std::function<Task<void>(cpu::Cpu&, std::uint64_t)>> functions_;
+  std::uint64_t ipis_sent_ = 0, queued_without_ipi_ = 0, entries_run_ = 0;
+};
+
+}  // namespace cohsim::models::kernel

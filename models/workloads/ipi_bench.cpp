@@ -1,0 +1,161 @@
+// The published arm64 IPI benchmark (a kernel module loaded with
+// `taskset -c <source> insmod`): for `rounds` rounds, for every target CPU,
+// write `data_writes` separate cache-aligned module globals, then
+// smp_call_function_single(target, empty_fn, NULL, wait=1). Idle CPUs sit in
+// WFI. The GICv3 send path's barrier is the variant (wmb = dsb st, or
+// dsb ishst); the csd's place on the stack is a parameter (aligned, or
+// straddling two lines as before Linux 4.14 aligned call_single_data_t).
+#include <array>
+#include <fmt/format.h>
+
+#include "cohsim/irq/gicv3.hpp"
+#include "models/kernel/smp_call.hpp"
+#include "models/registry.hpp"
+
+namespace cohsim::models {
+namespace {
+
+using config::Spec;
+using scenario::Machine;
+using scenario::Results;
+using sim::Task;
+using sim::Tick;
+
+/// Calls are reported by target: "self", then the hop class from the source.
+constexpr std::size_t kClassSlots = 1 + topo::kHopClasses;
+
+class IpiBench : public scenario::Workload {
+ public:
+  IpiBench(config::Reader p, Machine& m) : m_(m) {
+    const int n = m.cpu_count();
+    const double nodes = m.topology().node_count();
+    source_ = static_cast<int>(p.integer(
+        "source_cpu", Spec{.doc = "CPU that runs the module (taskset -c)", .def = 0, .min = 0, .max = n - 1.0}));
+    rounds_ = static_cast<int>(p.integer("rounds", Spec{.doc = "measured rounds over all targets", .def = 1000,
+                                                        .min = 1, .max = 1e6}));
+    warmup_ = static_cast<int>(p.integer(
+        "warmup_rounds", Spec{.doc = "rounds before measuring (cold caches)", .def = 1, .min = 0, .max = 1e4}));
+    data_writes_ = static_cast<int>(p.integer(
+        "data_writes", Spec{.doc = "stores to separate cache-aligned module globals before each call", .def = 7,
+                            .min = 0, .max = 64}));
+    targets_ = p.cpu_list("targets", Spec{.doc = "target CPUs of each round, in order (default: all)", .def = n}, n);
+    data_node_ = static_cast<int>(p.integer(
+        "data_node", Spec{.doc = "home node of the module globals (-1: the source CPU's node, where insmod ran)",
+                          .def = -1, .min = -1, .max = nodes - 1}));
+    stack_node_ = static_cast<int>(p.integer(
+        "stack_node", Spec{.doc = "home node of the insmod task's stack, which holds the csd (-1: the source "
+                                  "CPU's node)",
+                           .def = -1, .min = -1, .max = nodes - 1}));
+    const std::string barrier = p.choice(
+        "barrier", Spec{.doc = "gic_ipi_send_mask barrier: wmb (dsb st, stock v5.17) or dsb-ishst",
+                        .def = "wmb", .choices = {"wmb", "dsb-ishst"}});
+    barrier_ = barrier == "wmb" ? models::kernel::IpiBarrier::wmb : models::kernel::IpiBarrier::dsb_ishst;
+    const std::string csd = p.choice(
+        "csd", Spec{.doc = "csd placement: aligned (32 B at a line start) or straddle (at line offset 48: "
+                           "next/flags in one line, func/info in the next)",
+                    .def = "aligned", .choices = {"aligned", "straddle"}});
+    csd_offset_ = csd == "aligned" ? 0 : 48;
+    costs_.call_path = m.cpu_params().cycles(static_cast<double>(p.integer(
+        "call_path_cycles",
+        Spec{.doc = "estimate: kernel instructions of the send path outside its memory accesses and barriers "
+                    "(get_cpu, cpumask tests, smp_cross_call, __ipi_send_mask), cycles",
+             .def = 60, .min = 20, .max = 200})));
+    costs_.func_call = m.cpu_params().cycles(static_cast<double>(p.integer(
+        "func_call_cycles", Spec{.doc = "estimate: indirect call of the empty function and its return, cycles",
+                                 .def = 5, .min = 2, .max = 20})));
+    if (!p.schema_mode() && m.gic_params() == nullptr)
+      throw config::ConfigError(m.platform().file, "platform.gic",
+                                "missing section: the IPI benchmark needs the platform's GICv3 (\"gic\")");
+    if (!p.schema_mode() && !m.cpu(0).is_arm())
+      throw config::ConfigError(m.platform().file, "platform.cpu.arch", "the GICv3 IPI benchmark needs arm64");
+  }
+
+  Results run() override {
+    std::vector<cpu::Cpu*> cpus;
+    for (int c = 0; c < m_.cpu_count(); ++c) cpus.push_back(&m_.cpu(c));
+    irq::Gicv3 gic(*m_.gic_params(), m_.interconnect(), cpus);
+    kernel::SmpCall smp(m_, gic, barrier_, costs_);
+    const int self_node = m_.topology().node_of_cpu(source_);
+    // Module globals: each on its own line (____cacheline_aligned), on the
+    // node of the CPU that ran insmod.
+    std::vector<fabric::Addr> globals;
+    for (int i = 0; i < data_writes_; ++i)
+      globals.push_back(m_.memory().alloc(data_node_ >= 0 ? data_node_ : self_node, fabric::kLineBytes,
+                                          fabric::kLineBytes, fmt::format("ipi_benchmark.global{}", i)));
+    // The insmod task's kernel stack (16 KiB); the csd sits in its frame.
+    const fabric::Addr stack = m_.memory().alloc(stack_node_ >= 0 ? stack_node_ : self_node, 16384, 16384,
+                                                 fmt::format("insmod stack (cpu{})", source_));
+    const fabric::Addr csd = stack + 16384 - 4 * fabric::kLineBytes + csd_offset_;
+    const fabric::Addr empty_fn = smp.register_function([](cpu::Cpu&, std::uint64_t) -> Task<void> { co_return; });
+    for (int c = 0; c < m_.cpu_count(); ++c)
+      if (c != source_) smp.start_idle(c);
+
+    std::array<Tick, kClassSlots> class_time{};
+    std::array<std::uint64_t, kClassSlots> class_calls{};
+    Tick start = 0, end = 0;
+    auto bench = [&]() -> Task<void> {
+      cpu::Cpu& c = m_.cpu(source_);
+      for (int r = 0; r < warmup_ + rounds_; ++r) {
+        if (r == warmup_) start = m_.sim().now();
+        for (int target : targets_) {
+          const Tick t0 = m_.sim().now();
+          for (fabric::Addr g : globals) co_await c.store(g, 8, static_cast<std::uint64_t>(r));
+          co_await smp.smp_call_function_single(c, target, empty_fn, 0, true, csd);
+          if (r >= warmup_) {
+            const std::size_t k = class_index(target);
+            class_time[k] += m_.sim().now() - t0;
+            ++class_calls[k];
+          }
+          m_.sim().note_progress();
+        }
+      }
+      end = m_.sim().now();
+    };
+    const cpu::CpuStats before = m_.cpu(source_).stats();
+    m_.sim().spawn(fmt::format("cpu{} ipi_benchmark", source_), bench());
+    m_.sim().run();
+
+    const double calls = static_cast<double>(rounds_) * static_cast<double>(targets_.size());
+    Results r;
+    r.add("ns_per_call", sim::to_ns(end - start) / calls);
+    r.add("total_ms", sim::to_ns(end - start) / 1e6);
+    for (std::size_t k = 0; k < kClassSlots; ++k)
+      if (class_calls[k] > 0)
+        r.add(fmt::format("ns_per_call.{}", k == 0 ? "self" : topo::hop_class_name(static_cast<topo::HopClass>(k - 1))),
+              sim::to_ns(class_time[k]) / static_cast<double>(class_calls[k]));
+    const cpu::CpuStats& after = m_.cpu(source_).stats();
+    const double all_calls = static_cast<double>(warmup_ + rounds_) * static_cast<double>(targets_.size());
+    r.add("source_barrier_stall_ns_per_call", sim::to_ns(after.barrier_stall - before.barrier_stall) / all_calls);
+    r.add("ipis_sent", static_cast<double>(smp.ipis_sent()));
+    r.add("sgi_delivery_ns", gic.stats().delivered == 0
+                                 ? 0.0
+                                 : sim::to_ns(gic.stats().delivery_latency) / static_cast<double>(gic.stats().delivered));
+    r.add("csd_wait_wakeups_per_call",
+          static_cast<double>(after.spin_wakeups - before.spin_wakeups) / all_calls);
+    scenario::add_contention_report(r, m_);
+    return r;
+  }
+
+ private:
+  std::size_t class_index(int target) const {
+    if (target == source_) return 0;
+    return 1 + static_cast<std::size_t>(m_.topology().hop_class(source_, target));
+  }
+
+  Machine& m_;
+  int source_, rounds_, warmup_, data_writes_, data_node_, stack_node_;
+  std::vector<int> targets_;
+  kernel::IpiBarrier barrier_;
+  fabric::Addr csd_offset_;
+  kernel::SmpCallCosts costs_;
+};
+
+}  // namespace
+
+void register_ipi_bench(WorkloadTable& t) {
+  t.add("ipi-bench",
+        "arm64 IPI benchmark: data stores, then smp_call_function_single(target, empty, NULL, 1) to every CPU",
+        [](config::Reader p, Machine& m) { return std::make_unique<IpiBench>(p, m); });
+}
+
+}  // namespace cohsim::models
