@@ -22,6 +22,26 @@ RunOutput finish_run(const std::string& path, const scenario::LoadedScenario& s,
 
 std::string source_dir() { return COHSIM_SOURCE_DIR; }
 
+namespace {
+/// A progress line on a terminal: simulated time, host rate, time left.
+void install_progress_line(sim::Simulator& sim, std::chrono::steady_clock::time_point wall0) {
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>(wall0);
+  sim.set_progress_hook([&sim, last, wall0] {
+    auto now = std::chrono::steady_clock::now();
+    if (now - *last < std::chrono::milliseconds(500)) return;
+    *last = now;
+    double wall = std::chrono::duration<double>(now - wall0).count();
+    std::string left;
+    if (sim.expected_end() != sim::kNever && sim.now() > 0) {
+      double frac = static_cast<double>(sim.now()) / static_cast<double>(sim.expected_end());
+      if (frac > 0 && frac <= 1) left = fmt::format(", about {:.0f} s left", wall * (1 - frac) / frac);
+    }
+    std::fprintf(stderr, "\r  simulated %s, %.3g events/s%s   ", sim::format_time(sim.now()).c_str(),
+                 static_cast<double>(sim.events_executed()) / wall, left.c_str());
+  });
+}
+}  // namespace
+
 void write_file_atomically(const std::string& path, const std::string& text) {
   std::filesystem::path target(path);
   std::filesystem::path tmp = target;
@@ -59,7 +79,7 @@ RunOutput run_scenario(const std::string& path, const std::string& variant,
   const std::uint64_t used_seed = seed.value_or(s.seed);
   auto wall0 = std::chrono::steady_clock::now();
   scenario::Run run(s, used_seed);
-  (void)progress;
+  if (progress && ::isatty(STDERR_FILENO)) install_progress_line(run.machine().sim(), wall0);
   std::unique_ptr<sim::Tracer> tracer;
   if (trace != nullptr && !trace->file.empty()) {
     tracer = std::make_unique<sim::Tracer>(trace->from, trace->to);
@@ -78,6 +98,7 @@ RunOutput run_scenario(const std::string& path, const std::string& variant,
     return finish_run(path, s, run, r0, used_seed, overrides, wall0);
   }
   scenario::Results r = run.execute();
+  if (progress && ::isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%60s\r", "");
   return finish_run(path, s, run, r, used_seed, overrides, wall0);
 }
 
@@ -132,6 +153,7 @@ std::vector<scenario::Override> overrides_of(const CommonOptions& o) {
 }
 
 void apply_logging(const CommonOptions& o) {
+  // Sets the default and every component logger already created (cohsim::log).
   spdlog::set_level(o.verbose ? spdlog::level::debug : o.quiet ? spdlog::level::err : spdlog::level::warn);
 }
 

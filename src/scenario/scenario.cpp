@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "cohsim/sim/log.hpp"
+
 namespace cohsim::scenario {
 
 using config::ConfigError;
@@ -108,6 +110,8 @@ Run::Run(const LoadedScenario& s, std::uint64_t seed) : s_(s) {
   workload_ = workloads().at(s.workload).make(params, *machine_);
   machine_->check_platform_fully_read();
   config::check_all_read(s.params, s.file, "params", registry_);
+  cohsim::log("scenario")->debug("{}: workload {} variant '{}' on {} ({} CPUs), seed {}", s.file, s.workload,
+                                 s.variant, machine_->name(), machine_->cpu_count(), seed);
 }
 
 Run::~Run() = default;

@@ -198,6 +198,15 @@ class Simulator {
   /// Records that the model made progress (the watchdog's clock restarts).
   void note_progress() { last_progress_ = now_; }
 
+  /// Calls `hook` every 2^k executed events (for a progress line); k >= 10.
+  void set_progress_hook(std::function<void()> hook, int k = 16) {
+    progress_hook_ = std::move(hook);
+    progress_mask_ = (std::uint64_t{1} << k) - 1;
+  }
+  /// Workloads that know when they end say so, for "time left" estimates.
+  void set_expected_end(Tick t) { expected_end_ = t; }
+  Tick expected_end() const { return expected_end_; }
+
   /// The timeline tracer, or nullptr when tracing is off (the default).
   Tracer* tracer() const { return tracer_; }
   void set_tracer(Tracer* t) { tracer_ = t; }
@@ -282,6 +291,9 @@ class Simulator {
   Tick last_progress_ = 0;
   std::function<std::string(std::uint64_t)> describe_address_;
   Tracer* tracer_ = nullptr;
+  std::function<void()> progress_hook_;
+  std::uint64_t progress_mask_ = 0;
+  Tick expected_end_ = kNever;
 };
 
 /// A set of waiting processes, woken together: the building block of
