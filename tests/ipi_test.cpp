@@ -1,0 +1,249 @@
+// arm64 IPIs: GICv3 SGI routing and the CPU interface, the llist, and
+// smp_call_function_single with its send-path barrier and csd layout.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "cohsim/irq/gicv3.hpp"
+#include "cohsim/scenario/machine.hpp"
+#include "cohsim/scenario/scenario.hpp"
+#include "models/kernel/smp_call.hpp"
+
+using namespace cohsim;
+using models::kernel::IpiBarrier;
+using models::kernel::SmpCall;
+using sim::Task;
+using sim::Tick;
+
+namespace {
+
+const std::string kPlatform = std::string(COHSIM_SOURCE_DIR) + "/configs/platforms/kunpeng920.json";
+constexpr int kTestSgi = 3;
+
+std::vector<cpu::Cpu*> all_cpus(scenario::Machine& m) {
+  std::vector<cpu::Cpu*> out;
+  for (int c = 0; c < m.cpu_count(); ++c) out.push_back(&m.cpu(c));
+  return out;
+}
+
+/// A Kunpeng 920 with its GIC; `entries` records (cpu, time) of each SGI handler run.
+struct Rig {
+  config::Registry registry;
+  scenario::Machine m{scenario::load_platform(kPlatform), 1, registry};
+  irq::Gicv3 gic{*m.gic_params(), m.interconnect(), all_cpus(m)};
+  std::vector<std::pair<int, Tick>> entries;
+  Tick handler_work = 0;
+
+  Rig() {
+    gic.set_sgi_handler(kTestSgi, [this](cpu::Cpu& c) -> Task<void> {
+      entries.emplace_back(c.id(), m.sim().now());
+      if (handler_work > 0) co_await c.compute(handler_work);
+    });
+  }
+  cpu::Cpu& cpu(int n) { return m.cpu(n); }
+  sim::Simulator& sim() { return m.sim(); }
+  /// Puts `n` in its idle loop (wfi forever), as a daemon.
+  void idle(int n) {
+    sim().spawn("idle", [](cpu::Cpu& c) -> Task<void> { for (;;) co_await c.wfi(); }(cpu(n)), true);
+  }
+  /// CPU `from` writes ICC_SGI1R for `targets` after `at`, then stays 5 us
+  /// (a run ends with its last non-daemon process, SGIs in flight included).
+  void send(int from, std::vector<int> targets, Tick at = 0) {
+    sim().spawn("sender", [](Rig& r, int from, std::vector<int> t, Tick at) -> Task<void> {
+      co_await r.sim().delay(at);
+      for (const auto& w : r.gic.target_lists(t, kTestSgi)) co_await r.gic.write_sgi1r(r.cpu(from), w);
+      co_await r.sim().delay(5 * sim::kUs);
+    }(*this, from, std::move(targets), at));
+  }
+};
+
+models::kernel::SmpCallCosts no_costs() { return {}; }
+
+}  // namespace
+
+TEST_CASE("SGIs are routed by affinity with one ICC_SGI1R write per cluster target list", "[ipi]") {
+  Rig r;
+  // CPUs 1, 2 share cluster 0 of die 0; CPU 5 is in cluster 1; CPU 30 on die 1; CPU 60 on socket 1.
+  auto writes = r.gic.target_lists({60, 2, 5, 1, 30}, kTestSgi);
+  REQUIRE(writes.size() == 4);
+  CHECK(writes[0].target_list == 0b0110);  // Aff0 1 and 2 of Aff3.Aff2.Aff1 = 0.0.0
+  CHECK((writes[1].aff1 == 1 && writes[1].target_list == 0b0010));
+  CHECK((writes[2].aff2 == 1 && writes[2].aff1 == 1 && writes[2].target_list == 0b0100));
+  CHECK((writes[3].aff3 == 1 && writes[3].aff2 == 0 && writes[3].aff1 == 3));
+  for (int c : {1, 2, 5, 30, 60}) r.idle(c);
+  r.send(0, {60, 2, 5, 1, 30});
+  r.sim().run();
+  CHECK(r.gic.stats().sgi_writes == 4);
+  CHECK(r.gic.stats().delivered == 5);
+  std::set<int> got;
+  for (auto [c, t] : r.entries) got.insert(c);
+  CHECK(got == std::set<int>{1, 2, 5, 30, 60});
+  auto when = [&](int c) { return std::find_if(r.entries.begin(), r.entries.end(), [&](auto& e) { return e.first == c; })->second; };
+  CHECK(when(1) < when(30));  // distance matters: another die is further
+  CHECK(when(30) < when(60));
+}
+
+TEST_CASE("an SGI stays pending until the target enables interrupts", "[ipi]") {
+  Rig r;
+  Tick enabled_at = 0;
+  bool pending_while_masked = false;
+  r.sim().spawn("target", [](Rig& r, Tick& enabled_at) -> Task<void> {
+    cpu::Cpu& c = r.cpu(5);
+    c.local_irq_disable();
+    co_await c.compute(2 * sim::kUs);
+    enabled_at = r.sim().now();
+    co_await c.local_irq_enable();
+  }(r, enabled_at));
+  r.sim().spawn("probe", [](Rig& r, bool& seen) -> Task<void> {
+    co_await r.sim().delay(1 * sim::kUs);
+    seen = r.gic.pending(5, kTestSgi) && r.entries.empty();
+  }(r, pending_while_masked));
+  r.send(0, {5});
+  r.sim().run();
+  CHECK(pending_while_masked);
+  REQUIRE(r.entries.size() == 1);
+  CHECK(r.entries[0].second > enabled_at);
+  CHECK_FALSE(r.gic.pending(5, kTestSgi));
+}
+
+TEST_CASE("a CPU in WFI pays exactly the wake-up over a busy one with interrupts enabled", "[ipi]") {
+  Rig idle, busy;
+  idle.idle(9);
+  busy.sim().spawn("busy", [](cpu::Cpu& c) -> Task<void> { co_await c.compute(10 * sim::kUs); }(busy.cpu(9)));
+  idle.send(0, {9});
+  busy.send(0, {9});
+  idle.sim().run();
+  busy.sim().run();
+  REQUIRE(idle.entries.size() == 1);
+  REQUIRE(busy.entries.size() == 1);
+  CHECK(idle.entries[0].second - busy.entries[0].second == idle.cpu(9).params().wfi_wake);
+  CHECK(idle.cpu(9).stats().interrupts == 1);
+}
+
+TEST_CASE("an SGI arriving while the same SGI is active is taken again only after deactivation", "[ipi]") {
+  Rig r;
+  r.handler_work = 500 * sim::kNs;
+  bool pending_and_active = false;
+  r.gic.set_sgi_handler(kTestSgi, [&r, &pending_and_active](cpu::Cpu& c) -> Task<void> {
+    r.entries.emplace_back(c.id(), r.sim().now());
+    co_await c.compute(r.handler_work);
+    if (r.entries.size() == 1) pending_and_active = r.gic.pending(1, kTestSgi) && r.gic.active(1, kTestSgi);
+  });
+  r.idle(1);
+  r.send(0, {1});
+  r.send(0, {1}, 450 * sim::kNs);  // arrives while the first handler runs
+  r.sim().run();
+  REQUIRE(r.entries.size() == 2);
+  CHECK(pending_and_active);
+  CHECK(r.entries[1].second >= r.entries[0].second + r.handler_work);
+  CHECK(r.gic.stats().merged == 0);
+  CHECK(r.gic.stats().deactivated == 2);
+  CHECK_FALSE(r.gic.active(1, kTestSgi));
+}
+
+TEST_CASE("concurrent llist_add calls keep every node and exactly one finds the list empty", "[ipi]") {
+  Rig r;
+  const std::vector<int> adders = {0, 1, 5, 12, 24, 30, 48, 80};
+  const fabric::Addr head = r.m.memory().alloc(0, 64, 64, "test.head");
+  std::vector<fabric::Addr> nodes;
+  int empty_seen = 0;
+  for (int c : adders) {
+    nodes.push_back(r.m.memory().alloc(r.m.topology().node_of_cpu(c), 64, 64, "test.node"));
+    r.sim().spawn("adder", [](cpu::Cpu& c, fabric::Addr n, fabric::Addr h, int& empty) -> Task<void> {
+      if (co_await models::kernel::llist_add(c, n, h)) ++empty;
+    }(r.cpu(c), nodes.back(), head, empty_seen));
+  }
+  r.sim().run();
+  std::vector<fabric::Addr> walked;
+  r.sim().spawn("consumer", [](cpu::Cpu& c, fabric::Addr h, std::vector<fabric::Addr>& out) -> Task<void> {
+    fabric::Addr e = co_await models::kernel::llist_del_all(c, h);
+    e = co_await models::kernel::llist_reverse_order(c, e);
+    for (; e != 0; e = co_await c.load(e, 8)) out.push_back(e);
+  }(r.cpu(3), head, walked));
+  r.sim().run();
+  CHECK(empty_seen == 1);
+  CHECK(std::set<fabric::Addr>(walked.begin(), walked.end()) == std::set<fabric::Addr>(nodes.begin(), nodes.end()));
+  CHECK(walked.size() == nodes.size());
+  CHECK(r.m.fabric().peek(head, 8) == 0);
+}
+
+TEST_CASE("a call queued behind a pending entry sends no IPI and still runs", "[ipi]") {
+  Rig r;
+  SmpCall smp(r.m, r.gic, IpiBarrier::wmb, no_costs());
+  int ran = 0;
+  const fabric::Addr fn = smp.register_function([&ran](cpu::Cpu&, std::uint64_t) -> Task<void> { ++ran; co_return; });
+  r.sim().spawn("target", [](cpu::Cpu& c) -> Task<void> {
+    c.local_irq_disable();
+    co_await c.compute(3 * sim::kUs);  // the first IPI waits here; the second call finds the queue non-empty
+    co_await c.local_irq_enable();
+  }(r.cpu(3)));
+  for (int sender : {1, 2}) {
+    const fabric::Addr csd = r.m.memory().alloc(0, 64, 64, "test.stack");
+    r.sim().spawn("sender", [](SmpCall& s, cpu::Cpu& c, fabric::Addr fn, fabric::Addr csd, Tick at) -> Task<void> {
+      co_await c.sim().delay(at);
+      co_await s.smp_call_function_single(c, 3, fn, 0, true, csd);
+    }(smp, r.cpu(sender), fn, csd, sender == 1 ? 0 : sim::kUs));
+  }
+  r.sim().run();
+  CHECK(smp.ipis_sent() == 1);
+  CHECK(smp.queued_without_ipi() == 1);
+  CHECK(r.gic.stats().sgi_writes == 1);
+  CHECK(r.gic.stats().acknowledged == 1);
+  CHECK(ran == 2);
+}
+
+TEST_CASE("a straddling csd makes the target fetch two stack lines where an aligned one needs one", "[ipi]") {
+  auto target_lines = [](fabric::Addr offset) {
+    Rig r;
+    SmpCall smp(r.m, r.gic, IpiBarrier::wmb, no_costs());
+    const fabric::Addr fn = smp.register_function([](cpu::Cpu&, std::uint64_t) -> Task<void> { co_return; });
+    const fabric::Addr stack = r.m.memory().alloc(0, 4096, 4096, "test.stack");
+    smp.start_idle(40);
+    r.sim().spawn("sender", [](SmpCall& s, cpu::Cpu& c, fabric::Addr fn, fabric::Addr csd) -> Task<void> {
+      co_await s.smp_call_function_single(c, 40, fn, 0, true, csd);
+    }(smp, r.cpu(0), fn, stack + 1024 + offset));
+    r.sim().run();
+    int lines = 0;
+    for (const auto& [line, st] : r.m.fabric().line_stats())
+      if (line >= stack && line < stack + 4096 && st.touched.test(40)) ++lines;
+    return lines;
+  };
+  CHECK(target_lines(0) == 1);
+  CHECK(target_lines(48) == 2);
+}
+
+TEST_CASE("the dsb-ishst send path never takes longer than the wmb one for the same outstanding stores", "[ipi]") {
+  const int stores = GENERATE(0, 1, 3, 7, 16);
+  auto send_time = [stores](IpiBarrier b) {
+    Rig r;
+    SmpCall smp(r.m, r.gic, b, no_costs());
+    smp.start_idle(1);
+    const fabric::Addr data = r.m.memory().alloc(0, 64 * 16, 64, "test.data");
+    Tick took = 0;
+    r.sim().spawn("sender", [](SmpCall& s, cpu::Cpu& c, fabric::Addr data, int n, Tick& took) -> Task<void> {
+      for (int i = 0; i < n; ++i) co_await c.store(data + 64 * static_cast<fabric::Addr>(i), 8, 1);
+      const Tick t0 = c.sim().now();
+      co_await s.gic_ipi_send_mask(c, std::vector<int>(1, 1), models::kernel::kIpiCallFunc);
+      took = c.sim().now() - t0;
+    }(smp, r.cpu(0), data, stores, took));
+    r.sim().run();
+    return took;
+  };
+  const Tick ishst = send_time(IpiBarrier::dsb_ishst), wmb = send_time(IpiBarrier::wmb);
+  CHECK(ishst <= wmb);
+  if (stores > 0) CHECK(ishst < wmb);
+}
+
+TEST_CASE("the benchmark sends one IPI per remote call and runs every call", "[ipi]") {
+  auto s = scenario::load_scenario(std::string(COHSIM_SOURCE_DIR) + "/configs/scenarios/ipi-kunpeng920.json", "dsb-ishst",
+                                   {{"rounds", "2"}, {"warmup_rounds", "0"}, {"csd", "straddle"}});
+  scenario::Run run(s, 1);
+  scenario::Results res = run.execute();
+  CHECK(res.get("ipis_sent") == 2 * 95);
+  CHECK(res.get("ns_per_call.self") < res.get("ns_per_call.cluster"));
+  CHECK(res.get("ns_per_call.die") < res.get("ns_per_call.cross_die"));
+  CHECK(res.get("ns_per_call.cross_die") < res.get("ns_per_call.socket"));
+  CHECK(res.get("total_ms") == Approx(res.get("ns_per_call") * 2 * 96 / 1e6));
+}
