@@ -321,6 +321,7 @@ Reader Reader::section(std::string_view key, std::string_view doc, bool optional
   if (schema_ != nullptr) {
     json& props = (*schema_)["properties"];
     props[std::string(key)] = {{"type", "object"}, {"description", std::string(doc)}, {"additionalProperties", false},
+                               {"patternProperties", {{"^_", {{"description", "comment"}}}}},  // skipped by the loader
                                {"properties", json::object()}};
     if (!optional) (*schema_)["required"].push_back(std::string(key));
     sub_schema = &props[std::string(key)];
@@ -358,6 +359,9 @@ json load_json_file(const std::string& path, std::vector<std::string>* include_c
     throw ConfigError(path, "include", "include cycle: " + chain + canonical);
   }
   if (std::filesystem::is_directory(path, ec)) throw ConfigError(path, "", "is a directory, expected a JSON file");
+  // A device or FIFO ("/dev/zero", "/dev/stdin") would be read forever.
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw ConfigError(path, "", "is not a regular file, expected a JSON file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path, "", "cannot open the file (missing or unreadable)");
   std::stringstream ss;

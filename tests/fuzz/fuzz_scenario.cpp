@@ -1,0 +1,10 @@
+// libFuzzer target: scenario file bytes plus "--set K=V" overrides, against
+// the shipped platforms, loaded and built (machine and workload) but not run.
+// A ConfigError is the expected rejection; anything else is a finding.
+#include "tests/fuzz/fuzz_harness.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const cohsim::fuzz::FuzzSandbox box;
+  cohsim::fuzz::load_scenario_bytes(box, {reinterpret_cast<const char*>(data), size});
+  return 0;
+}
