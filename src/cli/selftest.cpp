@@ -68,7 +68,8 @@ int cmd_schema(const std::vector<std::string>& args) {
     merge_schema(platform_schema, ps);
   }
   platform_schema["properties"]["include"] = {{"type", "string"}, {"description", "a base platform file, deep-merged under this one"}};
-  platform_schema["patternProperties"] = {{"^_", {"description", "comment"}}};
+  platform_schema["patternProperties"] = {{"^_", {{"description", "comment"}}}};
+  platform_schema["additionalProperties"] = false;  // the loader refuses keys no model reads
   if (args[0] == "platform") {
     std::cout << platform_schema.dump(1) << "\n";
     return kOk;

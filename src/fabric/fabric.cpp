@@ -367,7 +367,8 @@ void Fabric::evict(int core, Addr victim) {
   } else {
     it->second.state = row->next;
   }
-  if (row->actions & ca_send_put) sim_.spawn(fmt::format("writeback core{}", core), put(core, victim), true);
+  // Not a daemon: a run ends only when every write-back has reached its home.
+  if (row->actions & ca_send_put) sim_.spawn(fmt::format("writeback core{}", core), put(core, victim));
   if (checking_) check_line(victim);
 }
 
@@ -412,10 +413,10 @@ Task<std::uint64_t> Fabric::atomic_at_home(int cpu, Addr a, int size, RmwOp op, 
   co_await sim_.delay(t.home_done - sim_.now());
   // Every cached copy is gone and the owner's data is home: operate on memory.
   std::uint64_t old = get_bytes(h.mem, a, size);
+  if (checking_) check_value(a, size, old);  // against the coherence order before this write
   std::uint64_t mask = size == 8 ? ~0ull : ((1ull << (8 * size)) - 1);
   put_bytes(h.mem, a, size, apply_rmw(op, old, operand, compare) & mask);
   if (checking_) {
-    check_value(a, size, old);
     auto [g, inserted] = golden_.try_emplace(line, h.mem);
     g->second = h.mem;
   }
@@ -506,6 +507,10 @@ void Fabric::run_directory(Txn& t, HomeLine& h) {
                                          : CacheEvent::FwdReadOnce;
     schedule_remote(t, owner, ev, arr);
     ++stats_.forwards;
+    // The home stays busy at least until the forward reached the owner, so a
+    // later request's forward cannot overtake it (a device's ReadOnce releases
+    // the home without waiting for the data).
+    home_ready = std::max(home_ready, arr);
     Tick resp = arr + p_.snoop_response;
     if (a & da_fwd_inv) {
       home_ready = std::max(home_ready, icn_.send(oep, home_ep, resp));

@@ -82,6 +82,8 @@ LoadedScenario load_scenario(const std::string& path, const std::string& variant
   } else if (!variant.empty()) {
     throw ConfigError(path, "variants", fmt::format("this scenario has no variants (asked for '{}')", variant));
   }
+  if (!std::filesystem::exists(platform_path))
+    throw ConfigError(path, "platform", fmt::format("the platform file {} does not exist", platform_path.string()));
   s.platform = load_platform(platform_path.string());
   for (const auto& o : overrides) {
     if (o.key.rfind("platform.", 0) == 0) {

@@ -1,0 +1,225 @@
+// Spinlock contention: threads on a list of CPUs take one lock around a short
+// critical section (a little arithmetic, then one bit flipped at a
+// pseudo-random place of a shared 1 MiB array) until a fixed number of
+// critical sections is done in total. Three locks:
+//   tas       glibc pthread_spin_lock (nptl/pthread_spin_lock.c, glibc 2.28+):
+//             an atomic exchange, then test-and-test-and-set: spin on plain
+//             loads until the word is 0, exchange again. Unlock: store-release 0.
+//   ticket    the arm64 ticket lock of Linux 4.x (arch/arm64/include/asm/spinlock.h
+//             before 4.19): fetch-add on `next`, spin (WFE) until `owner` equals
+//             the ticket; unlock: store-release owner + 1 (a halfword).
+//   qspinlock Linux qspinlock (kernel/locking/qspinlock.c, v5.x, NR_CPUS < 16K):
+//             cmpxchg fast path; a pending bit for the first waiter; an MCS queue
+//             of per-CPU nodes for the rest, each spinning on its own node.
+// The lock and the array are a module's globals: on the node of the first CPU
+// of the list (the one that loaded the module) unless `home_node` says otherwise.
+#include <algorithm>
+#include <array>
+#include <fmt/format.h>
+#include <map>
+
+#include "cohsim/sim/random.hpp"
+#include "models/registry.hpp"
+
+namespace cohsim::models {
+namespace {
+
+using config::Spec;
+using cpu::Cpu;
+using cpu::Order;
+using fabric::Addr;
+using fabric::RmwOp;
+using scenario::Machine;
+using scenario::Results;
+using sim::Task;
+
+// qspinlock word layout (include/asm-generic/qspinlock_types.h, _Q_PENDING_BITS == 8).
+constexpr std::uint64_t kLocked = 1;                 // _Q_LOCKED_VAL, byte 0
+constexpr std::uint64_t kPending = 1u << 8;          // _Q_PENDING_VAL, byte 1
+constexpr std::uint64_t kLockedPendingMask = 0xffff; // _Q_LOCKED_PENDING_MASK
+constexpr int kTailShift = 16;                       // _Q_TAIL_OFFSET: tail = cpu + 1 (idx 0)
+// MCS node (struct mcs_spinlock): next at +0 (a CPU number + 1 stands for the pointer), locked at +8.
+constexpr Addr kNodeNext = 0, kNodeLocked = 8;
+
+class Spinlock : public scenario::Workload {
+ public:
+  Spinlock(config::Reader p, Machine& m) : m_(m) {
+    cpus_ = p.cpu_list("cpus", Spec{.doc = "CPUs of the contending threads", .def = "0,1,24,25"}, m.cpu_count());
+    lock_kind_ = p.choice("lock", Spec{.doc = "tas (glibc pthread spinlock), ticket (arm64 ticket lock) or qspinlock",
+                                       .def = "tas", .choices = {"tas", "ticket", "qspinlock"}});
+    sections_ = p.integer("sections", Spec{.doc = "critical sections in total, over all threads", .def = 4000,
+                                           .min = 1, .max = 1e8});
+    array_bytes_ = p.size("array", Spec{.doc = "shared array the critical section flips bits in", .def = "1MiB",
+                                        .min = 64, .max = 1e10});
+    cs_cycles_ = static_cast<double>(p.integer(
+        "cs_cycles", Spec{.doc = "arithmetic inside the critical section, in core cycles", .def = 20, .min = 0, .max = 1e7}));
+    think_cycles_ = static_cast<double>(p.integer(
+        "think_cycles", Spec{.doc = "work between two acquisitions, in core cycles", .def = 50, .min = 0, .max = 1e8}));
+    const int nodes = m.topology().node_count();
+    home_node_ = static_cast<int>(p.integer(
+        "home_node", Spec{.doc = "node of the lock and the array (-1: the node of the first CPU, which loaded the module)",
+                          .def = -1, .min = -1, .max = nodes - 1.0}));
+    if (p.schema_mode()) return;
+    if (home_node_ < 0) home_node_ = m.topology().node_of_cpu(cpus_.front());
+    lock_ = m.memory().alloc(home_node_, 64, 64, fmt::format("spinlock.{}", lock_kind_));
+    array_ = m.memory().alloc(home_node_, array_bytes_, 64, "spinlock.array");
+    for (int c : cpus_)  // per-CPU qspinlock nodes, on each CPU's node
+      qnode_[c] = m.memory().alloc(m.topology().node_of_cpu(c), 64, 64, fmt::format("qnodes[cpu{}]", c));
+  }
+
+  Results run() override {
+    for (int c : cpus_) m_.sim().spawn(fmt::format("cpu{} spinlock thread", c), thread(c));
+    m_.sim().run();
+    Results r;
+    r.add("total_ms", sim::to_ns(end_) / 1e6);
+    r.add("ns_per_section", sim::to_ns(end_) / static_cast<double>(sections_));
+    for (int c = 0; c < topo::kHopClasses; ++c) {
+      auto cls = static_cast<topo::HopClass>(c);
+      if (m_.topology().hop_class_exists(cls))
+        r.add(fmt::format("handoffs.{}", topo::hop_class_name(cls)), static_cast<double>(handoffs_[c]));
+    }
+    r.add("reacquired", static_cast<double>(reacquired_));
+    std::uint64_t lo = ~0ull, hi = 0;
+    for (int c : cpus_) {
+      lo = std::min(lo, done_by_[c]);
+      hi = std::max(hi, done_by_[c]);
+    }
+    r.add("share_min", static_cast<double>(lo) / static_cast<double>(sections_));
+    r.add("share_max", static_cast<double>(hi) / static_cast<double>(sections_));
+    scenario::add_contention_report(r, m_);
+    return r;
+  }
+
+ private:
+  Task<void> thread(int cpu) {
+    Cpu& c = m_.cpu(cpu);
+    sim::RandomStream rng(m_.seed(), fmt::format("spinlock.flip.cpu{}", cpu));
+    for (;;) {
+      co_await lock(c);
+      if (taken_ >= sections_) {
+        co_await unlock(c);
+        break;
+      }
+      ++taken_;
+      ++done_by_[cpu];
+      if (holder_ == cpu) ++reacquired_;
+      else if (holder_ >= 0) ++handoffs_[static_cast<int>(m_.topology().hop_class(holder_, cpu))];
+      holder_ = cpu;
+      // The critical section: some arithmetic, then one bit flipped somewhere in the array.
+      co_await c.compute_cycles(cs_cycles_);
+      const std::uint64_t bit = rng.below(array_bytes_ * 8);
+      const Addr word = array_ + (bit / 64) * 8;
+      std::uint64_t v = co_await c.load(word, 8);
+      co_await c.store(word, 8, v ^ (1ull << (bit % 64)));
+      if (taken_ == sections_) end_ = m_.sim().now();
+      co_await unlock(c);
+      m_.sim().note_progress();
+      co_await c.compute_cycles(think_cycles_);
+    }
+  }
+
+  Task<void> lock(Cpu& c) {
+    if (lock_kind_ == "tas") return tas_lock(c);
+    if (lock_kind_ == "ticket") return ticket_lock(c);
+    return queued_lock(c);
+  }
+
+  Task<void> unlock(Cpu& c) {
+    if (lock_kind_ == "ticket") return ticket_unlock(c);
+    if (lock_kind_ == "qspinlock") return c.store(lock_, 1, 0, Order::release);  // queued_spin_unlock
+    return c.store(lock_, 4, 0, Order::release);  // pthread_spin_unlock
+  }
+
+  // pthread_spin_lock: exchange first, then spin on loads until free and retry.
+  Task<void> tas_lock(Cpu& c) {
+    if (co_await c.rmw(lock_, 4, RmwOp::swap, 1, 0, Order::acquire) == 0) co_return;
+    for (;;) {
+      co_await c.spin_until(lock_, 4, [](std::uint64_t v) { return v == 0; }, Order::relaxed, "pthread spinlock");
+      if (co_await c.rmw(lock_, 4, RmwOp::swap, 1, 0, Order::acquire) == 0) co_return;
+    }
+  }
+
+  // arch_spin_lock (ticket): owner is the low halfword, next the high one.
+  Task<void> ticket_lock(Cpu& c) {
+    const std::uint64_t old = co_await c.rmw(lock_, 4, RmwOp::add, 1u << 16, 0, Order::acquire);
+    const std::uint64_t ticket = old >> 16;
+    if ((old & 0xffff) == ticket) co_return;
+    co_await c.spin_until(lock_, 2, [ticket](std::uint64_t owner) { return owner == ticket; }, Order::acquire,
+                          "ticket lock owner");
+  }
+
+  Task<void> ticket_unlock(Cpu& c) {
+    const std::uint64_t owner = co_await c.load(lock_, 2);
+    co_await c.store(lock_, 2, (owner + 1) & 0xffff, Order::release);
+  }
+
+  // queued_spin_lock + queued_spin_lock_slowpath.
+  Task<void> queued_lock(Cpu& c) {
+    std::uint64_t val = co_await c.cmpxchg(lock_, 4, 0, kLocked, Order::acquire);
+    if (val == 0) co_return;
+    if (val == kPending)  // a pending->locked hand-over in progress: look once more (_Q_PENDING_LOOPS == 1)
+      val = co_await c.load(lock_, 4);
+    if ((val & ~kLocked) == 0) {
+      val = co_await c.rmw(lock_, 4, RmwOp::bit_or, kPending, 0, Order::acquire);  // queued_fetch_set_pending_acquire
+      if ((val & ~kLocked) == 0) {
+        // We are pending: wait for the owner to go, then take the lock (clear_pending_set_locked).
+        if (val & kLocked)
+          co_await c.spin_until(lock_, 1, [](std::uint64_t v) { return v == 0; }, Order::acquire, "qspinlock owner");
+        co_await c.store(lock_, 2, kLocked, Order::relaxed);
+        co_return;
+      }
+      if (!(val & kPending)) co_await c.rmw(lock_, 4, RmwOp::andnot, kPending, 0, Order::relaxed);  // undo
+    }
+    co_await queue(c);
+  }
+
+  Task<void> queue(Cpu& c) {
+    const Addr node = qnode_.at(c.id());
+    const std::uint64_t tail = static_cast<std::uint64_t>(c.id()) + 1;
+    co_await c.store(node + kNodeLocked, 4, 0);
+    co_await c.store(node + kNodeNext, 8, 0);
+    // xchg_tail: publish this node as the queue's tail (release).
+    const std::uint64_t old = co_await c.rmw(lock_ + 2, 2, RmwOp::swap, tail, 0, Order::release);
+    if (old != 0) {
+      const Addr prev = qnode_.at(static_cast<int>(old) - 1);
+      co_await c.store(prev + kNodeNext, 8, tail);  // WRITE_ONCE(prev->next, node)
+      co_await c.spin_until(node + kNodeLocked, 4, [](std::uint64_t v) { return v != 0; }, Order::acquire,
+                            "qspinlock MCS node");  // arch_mcs_spin_lock_contended
+    }
+    // Head of the queue: wait for the owner and the pending waiter to go.
+    std::uint64_t val = co_await c.spin_until(
+        lock_, 4, [](std::uint64_t v) { return (v & kLockedPendingMask) == 0; }, Order::acquire, "qspinlock word");
+    if ((val >> kTailShift) == tail) {  // last in the queue: take the lock and clear the tail at once
+      if (co_await c.cmpxchg(lock_, 4, val, kLocked, Order::relaxed) == val) co_return;
+    }
+    co_await c.store(lock_, 1, kLocked, Order::relaxed);  // set_locked
+    const std::uint64_t next = co_await c.spin_until(
+        node + kNodeNext, 8, [](std::uint64_t v) { return v != 0; }, Order::relaxed, "qspinlock successor");
+    co_await c.store(qnode_.at(static_cast<int>(next) - 1) + kNodeLocked, 4, 1, Order::release);  // hand the MCS lock on
+  }
+
+  Machine& m_;
+  std::vector<int> cpus_;
+  std::string lock_kind_;
+  std::int64_t sections_ = 0;
+  std::uint64_t array_bytes_ = 0;
+  double cs_cycles_ = 0, think_cycles_ = 0;
+  int home_node_ = -1;
+  Addr lock_ = 0, array_ = 0;
+  std::map<int, Addr> qnode_;
+  std::int64_t taken_ = 0;
+  int holder_ = -1;
+  std::map<int, std::uint64_t> done_by_;
+  std::array<std::uint64_t, topo::kHopClasses> handoffs_{};
+  std::uint64_t reacquired_ = 0;
+  sim::Tick end_ = 0;
+};
+
+}  // namespace
+
+void register_spinlock(WorkloadTable& t) {
+  t.add("spinlock", "threads on `cpus` contend for one lock (tas | ticket | qspinlock) around a short critical section",
+        [](config::Reader p, Machine& m) { return std::make_unique<Spinlock>(p, m); });
+}
+
+}  // namespace cohsim::models

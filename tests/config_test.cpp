@@ -1,0 +1,140 @@
+// Platforms and scenarios as JSON: every shipped platform loads with the right
+// shape, hop classes, --set on nested paths, and errors that name file and path.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <map>
+
+#include "test_support.hpp"
+
+using namespace cohsim;
+using namespace cohsim::test;
+using topo::HopClass;
+
+namespace {
+
+std::vector<std::string> shipped_platforms() {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(source_path("configs/platforms")))
+    if (e.path().extension() == ".json") out.push_back(e.path().stem().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+struct Shape {
+  int cpus, nodes;
+  int sibling_of_0;  ///< -1: no SMT
+};
+
+}  // namespace
+
+TEST_CASE("every shipped platform loads with consistent counts and SMT siblings", "[config]") {
+  // What the datasheets say for the platforms known when this test was written;
+  // platforms added later are checked for consistency only.
+  const std::map<std::string, Shape> known = {{"kunpeng920", {96, 4, -1}},
+                                              {"haswell-ex", {72, 4, -1}},
+                                              {"ivybridge-ex", {480, 16, 240}},
+                                              {"skylake-sp-2s", {32, 2, -1}}};
+  const auto names = shipped_platforms();
+  REQUIRE(names.size() >= 1);
+  for (const auto& name : names) {
+    INFO("platform " << name);
+    config::Registry reg;
+    scenario::Machine m(scenario::load_platform(source_path("configs/platforms/" + name + ".json")), 1, reg);
+    const auto& t = m.topology();
+    CHECK(t.cpu_count() == t.sockets() * t.dies_per_socket() * t.clusters_per_die() * t.cores_per_cluster() *
+                               t.threads_per_core());
+    std::size_t with_node = 0;
+    for (int n = 0; n < t.node_count(); ++n) with_node += t.cpus_of_node(n).size();
+    CHECK(static_cast<int>(with_node) == t.cpu_count());
+    for (int c = 0; c < t.cpu_count(); ++c) {
+      const auto sib = t.smt_siblings(c);
+      REQUIRE(static_cast<int>(sib.size()) == t.threads_per_core() - 1);
+      for (int s : sib) CHECK(t.hop_class(c, s) == HopClass::smt);
+    }
+    if (auto it = known.find(name); it != known.end()) {
+      CHECK(t.cpu_count() == it->second.cpus);
+      CHECK(t.node_count() == it->second.nodes);
+      if (it->second.sibling_of_0 >= 0) CHECK(t.smt_siblings(0) == std::vector<int>{it->second.sibling_of_0});
+    }
+  }
+}
+
+TEST_CASE("kunpeng920 CPU pairs fall in the hop class of the level they share", "[config][topo]") {
+  config::Registry reg;
+  scenario::Machine m(scenario::load_platform(source_path("configs/platforms/kunpeng920.json")), 1, reg);
+  const auto& t = m.topology();
+  CHECK(t.hop_class(0, 1) == HopClass::cluster);
+  CHECK(t.hop_class(0, 3) == HopClass::cluster);
+  CHECK(t.hop_class(0, 4) == HopClass::die);
+  CHECK(t.hop_class(0, 8) == HopClass::die);
+  CHECK(t.hop_class(0, 24) == HopClass::cross_die);
+  CHECK(t.hop_class(0, 48) == HopClass::socket);
+  CHECK(t.hop_class(0, 95) == HopClass::socket);
+  CHECK(t.hop_class(48, 72) == HopClass::cross_die);
+  CHECK(t.node_of_cpu(23) == 0);
+  CHECK(t.node_of_cpu(24) == 1);
+  CHECK(t.node_of_cpu(95) == 3);
+  CHECK_FALSE(t.hop_class_exists(HopClass::smt));
+  CHECK_FALSE(t.hop_class_exists(HopClass::node_controller));
+}
+
+TEST_CASE("--set reaches nested workload parameters and platform numbers, keeping their source", "[config]") {
+  const std::string scen = source_path("configs/scenarios/c2c-kunpeng920.json");
+  auto s = scenario::load_scenario(scen, "", {{"rounds", "5"},
+                                             {"warmup", "0"},
+                                             {"platform.interconnect.socket.latency", "100ns"},
+                                             {"platform.coherence.arbitration", "nearest"},
+                                             {"platform.caches.l2.size", "1MiB"}});
+  CHECK(s.params["rounds"] == 5);
+  const auto& socket = s.platform.doc["interconnect"]["socket"]["latency"];
+  CHECK(socket["value"] == "100ns");
+  CHECK(socket["source"].get<std::string>().rfind("calibration", 0) == 0);
+  CHECK(s.platform.doc["coherence"]["arbitration"] == "nearest");
+  scenario::Run run(s, 1);
+  CHECK(run.machine().interconnect().cost(HopClass::socket).latency == 100 * sim::kNs);
+  CHECK(run.machine().fabric().params().arbitration == "nearest");
+  CHECK(run.machine().fabric().params().l2.size == 1024 * 1024);
+  CHECK(run.params_used()["rounds"] == 5);
+  CHECK(run.execute().get("one_way_ns") > 0);
+}
+
+TEST_CASE("a --set on a path that does not exist names the keys that do", "[config]") {
+  const std::string scen = source_path("configs/scenarios/c2c-kunpeng920.json");
+  try {
+    scenario::load_scenario(scen, "", {{"platform.interconnect.warp.latency", "1ns"}});
+    FAIL("no error");
+  } catch (const config::ConfigError& e) {
+    CHECK(e.path() == "platform.interconnect.warp.latency");
+    CHECK_THAT(e.what(), Catch::Contains("no key 'warp'") && Catch::Contains("socket"));
+    CHECK_THAT(e.file(), Catch::Contains("kunpeng920.json"));
+  }
+}
+
+TEST_CASE("a platform number set on the command line with the wrong type fails at load, saying so", "[config]") {
+  auto s = scenario::load_scenario(source_path("configs/scenarios/c2c-kunpeng920.json"), "",
+                                   {{"platform.interconnect.die.latency", "fast"}});
+  try {
+    scenario::Run run(s, 1);
+    FAIL("no error");
+  } catch (const config::ConfigError& e) {
+    CHECK(e.path() == "platform.interconnect.die.latency");
+    CHECK_THAT(e.what(), Catch::Contains("expected a time") && Catch::Contains("set on the command line"));
+  }
+}
+
+TEST_CASE("a platform can include a base file and override one number", "[config]") {
+  TempDir dir;
+  json base = platform_json();
+  dir.write("base.json", base.dump());
+  json derived = {{"include", "base.json"},
+                  {"name", "derived"},
+                  {"memory", {{"dram_latency", {{"value", "100ns"}, {"source", "measurement: test"}}}}}};
+  const std::string path = dir.write("derived.json", derived.dump());
+  config::Registry reg;
+  scenario::Machine m(scenario::load_platform(path), 1, reg);
+  CHECK(m.name() == "derived");
+  CHECK(m.fabric().params().dram_latency == 100 * sim::kNs);
+  CHECK(m.fabric().params().directory_latency == sim::parse_time(base["coherence"]["directory_latency"]["value"].get<std::string>()));
+  CHECK(m.cpu_count() == 96);
+}

@@ -1,0 +1,150 @@
+// Small harness helpers for the core tests: platforms from JSON with a few
+// keys changed, a machine (optionally with custom protocol tables), programs
+// spawned on CPUs, and the CLI binary run on temporary files.
+#pragma once
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <fmt/format.h>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include "cohsim/config/params.hpp"
+#include "cohsim/cpu/cpu.hpp"
+#include "cohsim/fabric/fabric.hpp"
+#include "cohsim/scenario/machine.hpp"
+#include "cohsim/scenario/scenario.hpp"
+
+namespace cohsim::test {
+
+using config::json;
+using sim::Task;
+using sim::Tick;
+
+/// A file of the source tree (configs/..., data/...).
+inline std::string source_path(const std::string& rel) { return std::string(COHSIM_SOURCE_DIR) + "/" + rel; }
+
+/// A shipped platform's JSON (includes resolved).
+inline json platform_json(const std::string& name = "kunpeng920") {
+  return config::load_json_file(source_path("configs/platforms/" + name + ".json"));
+}
+
+/// Sets the value at dotted `path`, keeping a {value, source} leaf's form.
+inline void set_value(json& doc, const std::string& path, const json& v) {
+  json* node = &doc;
+  std::stringstream ss(path);
+  std::string part;
+  while (std::getline(ss, part, '.')) node = &(*node)[part];
+  if (node->is_object() && node->contains("value")) (*node)["value"] = v;
+  else *node = v;
+}
+
+/// Tiny private caches (two lines, one set) so that a third line evicts.
+inline json with_tiny_caches(json doc) {
+  for (const char* level : {"l1d", "l2"}) {
+    set_value(doc, std::string("caches.") + level + ".size", "128B");
+    set_value(doc, std::string("caches.") + level + ".assoc", 2);
+  }
+  return doc;
+}
+
+/// The same platform as an x86 machine (arm64-only keys removed).
+inline json as_x86(json doc) {
+  doc["cpu"]["arch"] = "x86";
+  for (const char* k : {"dsb", "dmb", "isb", "wfe_event_stream", "lse_atomics"}) doc["cpu"].erase(k);
+  return doc;
+}
+
+/// A machine built piece by piece, so protocol tables can be swapped in.
+struct Rig {
+  config::Registry registry;
+  json doc;
+  std::unique_ptr<topo::Topology> topo;
+  std::unique_ptr<fabric::Interconnect> icn;
+  std::unique_ptr<fabric::MemoryMap> mem;
+  sim::Simulator sim;
+  std::unique_ptr<fabric::Fabric> fab;
+  std::vector<std::unique_ptr<cpu::Cpu>> cpus;
+
+  explicit Rig(json platform, fabric::CacheTable* cache_table = nullptr, fabric::DirTable* dir_table = nullptr,
+               std::uint64_t seed = 1)
+      : doc(std::move(platform)) {
+    config::Reader root(&doc, "test-platform.json", "platform", &registry, /*sourced=*/true);
+    topo = std::make_unique<topo::Topology>(root.section("topology", ""));
+    icn = std::make_unique<fabric::Interconnect>(root.section("interconnect", ""), *topo);
+    fabric::FabricParams fp(root.section("caches", ""), root.section("coherence", ""), root.section("memory", ""));
+    mem = std::make_unique<fabric::MemoryMap>(topo->node_count(), fp.node_capacity);
+    fab = std::make_unique<fabric::Fabric>(fp, sim, *icn, *mem, seed, cache_table, dir_table);
+    fab->set_checking(true);
+    cpu::CpuParams cp(root.section("cpu", ""));
+    for (int c = 0; c < topo->cpu_count(); ++c) cpus.push_back(std::make_unique<cpu::Cpu>(c, cp, *fab, sim));
+  }
+  cpu::Cpu& cpu(int n) { return *cpus.at(static_cast<std::size_t>(n)); }
+  /// One line (64 bytes) on `node`.
+  fabric::Addr line(int node, const std::string& name) { return mem->alloc(node, 64, 64, name); }
+  /// Runs to the end; rethrows errors raised inside programs.
+  void run() { sim.run(); }
+};
+
+namespace detail {
+inline Task<void> delayed(sim::Simulator& sim, Tick start, std::function<Task<void>()> body) {
+  if (start > 0) co_await sim.delay(start);
+  co_await body();
+}
+}  // namespace detail
+
+/// Spawns `body` (a coroutine lambda; its captures must outlive the run) at `start`.
+inline void spawn_at(sim::Simulator& sim, Tick start, std::function<Task<void>()> body,
+                     const std::string& name = "test program") {
+  sim.spawn(name, detail::delayed(sim, start, std::move(body)));
+}
+
+/// A temporary directory removed at the end of the test.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "cohsim-test-XXXXXX").string();
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  /// Writes `text` to `name` inside the directory; returns the full path.
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name) << text;
+    return (path / name).string();
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+/// What the CLI binary did: its exit code and everything it printed.
+struct CliResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+/// Runs the cohsim binary with `args` (shell words), stdout and stderr together.
+inline CliResult run_cli(const std::string& args) {
+  std::string cmd = std::string(COHSIM_BINARY) + " " + args + " 2>&1";
+  CliResult r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), static_cast<int>(buf.size()), p) != nullptr) r.output += buf.data();
+  int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+/// Quotes a path for the shell.
+inline std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+}  // namespace cohsim::test
