@@ -71,6 +71,7 @@ struct Fabric::HomeLine {
   DirState state = DirState::I;
   int owner = -1;
   CoreSet sharers;
+  CoreSet holders;  ///< cores with an entry for the line in any state (exact; for the checker)
   LineData mem{};
   bool busy = false;
   struct Waiter {
@@ -193,6 +194,7 @@ Task<Tick> Fabric::acquire(int cpu, Addr line, bool for_write) {
                     : (row->actions & ca_issue_getm) ? DirEvent::GetM
                                                      : DirEvent::Upgrade;
     c.lines[line].state = row->next;
+    home_line(line).holders.set(static_cast<std::size_t>(core));
     if (kind == DirEvent::Upgrade) ++stats_.upgrades; else ++stats_.misses;
     co_await request(core, cpu, line, kind);
     co_return 0;
@@ -364,6 +366,7 @@ void Fabric::evict(int core, Addr victim) {
   if (row->actions & ca_drop) {
     it->second.mshr.notify_all(sim_);
     c.lines.erase(it);
+    home_line(victim).holders.reset(static_cast<std::size_t>(core));
   } else {
     it->second.state = row->next;
   }
@@ -613,6 +616,7 @@ void Fabric::cache_event(int core, Addr line, CacheEvent ev, Txn* t) {
     c.l1.remove(line);
     c.l2.remove(line);
     c.lines.erase(it);
+    home_line(line).holders.reset(static_cast<std::size_t>(core));
   }
   if (checking_) check_line(line);
 }
@@ -623,7 +627,10 @@ void Fabric::check_line(Addr line) {
   int writers = 0, readers = 0;
   const LineData* golden = nullptr;
   if (auto g = golden_.find(line); g != golden_.end()) golden = &g->second;
-  for (std::size_t core = 0; core < caches_.size(); ++core) {
+  auto home = homes_.find(line);
+  if (home == homes_.end()) return;  // never requested: no cache holds it
+  const CoreSet& holders = home->second->holders;
+  for (std::size_t core = holders._Find_first(); core < holders.size(); core = holders._Find_next(core)) {
     auto it = caches_[core]->lines.find(line);
     if (it == caches_[core]->lines.end()) continue;
     CacheState s = it->second.state;
