@@ -2,6 +2,7 @@
 // occupancy, the arbitration policies at a busy home, and the contention report.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <set>
 
 #include "src/cli/cli.hpp"
@@ -111,4 +112,34 @@ TEST_CASE("the contention report counts every transfer of a two-CPU ping-pong ex
   CHECK(flag["invalidations"] == 0);
   CHECK(flag["memory_reads"] == 1);
   CHECK(flag["cores"] == json{0, pair.first});
+}
+
+TEST_CASE("the spinlock workload runs every critical section once; ticket and queued locks take turns", "[spinlock]") {
+  const auto lock = GENERATE(as<std::string>{}, "tas", "ticket", "qspinlock");
+  const int sections = 400;
+  auto out = cli::run_scenario(source_path("configs/scenarios/spinlock-kunpeng920.json"), lock,
+                               {{"sections", std::to_string(sections)}, {"cpus", "0,1,24,48"}}, std::nullopt, false);
+  const auto& r = out.results;
+  double handoffs = 0;
+  for (const char* cls : {"cluster", "die", "cross_die", "socket"}) handoffs += r.get(std::string("handoffs.") + cls);
+  CHECK(handoffs + r.get("reacquired") == sections - 1);  // every section after the first came from someone
+  CHECK(r.get("share_min") <= r.get("share_max"));
+  CHECK(r.get("total_ms") > 0);
+  CHECK_THAT(out.doc["contention"][0]["symbol"].get<std::string>(), Catch::StartsWith("spinlock." + lock));
+  if (lock == "ticket") {  // FIFO: each of the 4 threads gets exactly a quarter, and the lock crosses sockets
+    CHECK(r.get("share_min") == 0.25);
+    CHECK(r.get("share_max") == 0.25);
+    CHECK(r.get("handoffs.socket") > 0);
+  }
+  if (lock == "qspinlock") CHECK(r.get("share_min") > 0.2);
+}
+
+TEST_CASE("spinlock scenarios on every platform that has one run with their defaults", "[spinlock]") {
+  for (const std::string name : {"kunpeng920", "haswell-ex"}) {
+    const std::string scen = source_path("configs/scenarios/spinlock-" + name + ".json");
+    if (!std::filesystem::exists(scen)) continue;
+    INFO(scen);
+    auto out = cli::run_scenario(scen, "ticket", {{"sections", "200"}}, std::nullopt, false);
+    CHECK(out.results.get("share_max") == 0.25);
+  }
 }
