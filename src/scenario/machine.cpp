@@ -33,6 +33,9 @@ Machine::Machine(const PlatformDoc& platform, std::uint64_t seed, config::Regist
     gic_params_.emplace(root_.section("gic", "GICv3 interrupt controller: SGI routing and CPU-interface costs",
                                       /*optional=*/true),
                         *topo_);
+  // Likewise the SMMU's section, read once at load for every run.
+  if (root_.has("smmu") || root_.schema_mode())
+    smmu_params_.emplace(root_.section("smmu", "SMMUv3: placement, command timing, driver CPU work", /*optional=*/true));
   sim_.set_address_describer([this](std::uint64_t a) { return mem_->describe(a); });
 }
 

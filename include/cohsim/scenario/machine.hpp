@@ -10,6 +10,7 @@
 
 #include "cohsim/config/params.hpp"
 #include "cohsim/cpu/cpu.hpp"
+#include "cohsim/devices/smmu.hpp"
 #include "cohsim/fabric/fabric.hpp"
 #include "cohsim/fabric/interconnect.hpp"
 #include "cohsim/fabric/memory_map.hpp"
@@ -52,6 +53,8 @@ class Machine {
   const cpu::CpuParams& cpu_params() const { return cpu_params_; }
   const PlatformDoc& platform() const { return platform_; }
   config::Registry& registry() { return registry_; }
+  /// The platform's "smmu" section (SMMUv3), nullptr when it has none.
+  const devices::SmmuParams* smmu_params() const { return smmu_params_ ? &*smmu_params_ : nullptr; }
   /// The platform's "gic" section (arm64 interrupt controller), nullptr when it has none.
   const irq::GicParams* gic_params() const { return gic_params_ ? &*gic_params_ : nullptr; }
 
@@ -68,6 +71,7 @@ class Machine {
   std::unique_ptr<fabric::Fabric> fabric_;
   cpu::CpuParams cpu_params_;
   std::vector<std::unique_ptr<cpu::Cpu>> cpus_;
+  std::optional<devices::SmmuParams> smmu_params_;
   std::optional<irq::GicParams> gic_params_;
 };
 

@@ -1,0 +1,123 @@
+// An Arm SMMUv3 as an agent on the coherence fabric: PROD and CONS MMIO
+// registers, a command queue of 16-byte entries in normal memory that it
+// reads coherently after each PROD write, in-order execution of
+// CMD_TLBI_NH_VA and CMD_SYNC, and the CMD_SYNC MSI completion written back
+// into the CMD_SYNC entry (a coherent write that wakes the waiting CPU).
+// Register layout and command encodings follow the SMMUv3 architecture
+// (ARM IHI 0070) as Linux v5.9 drivers/iommu/arm/arm-smmu-v3 uses them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cohsim/config/params.hpp"
+#include "cohsim/cpu/cpu.hpp"
+#include "cohsim/fabric/fabric.hpp"
+#include "cohsim/sim/simulator.hpp"
+
+namespace cohsim::devices {
+
+using fabric::Addr;
+using sim::Task;
+using sim::Tick;
+
+/// The "smmu" section of a platform: placement and the device's own timing.
+struct SmmuParams {
+  int socket = 0;               ///< the socket whose I/O die holds the SMMU
+  int node = 0;                 ///< NUMA node of its queues (the SMMU's node)
+  Tick register_access = 0;     ///< a PROD/CONS register read or write at the device
+  Tick command_fetch = 0;       ///< decoding one command after its line arrived
+  Tick tlbi_time = 0;           ///< executing CMD_TLBI_NH_VA (the TLB walk-cache invalidation)
+  Tick sync_time = 0;           ///< CMD_SYNC: draining earlier invalidations before the MSI write
+  Tick map_cpu_work = 0;        ///< dma_map_single's CPU work outside the queue (IOVA, io-pgtable walk)
+  Tick unmap_cpu_work = 0;      ///< dma_unmap_single's CPU work outside the queue
+  /// Reads platform.smmu; throws ConfigError.
+  explicit SmmuParams(config::Reader r);
+  SmmuParams() = default;
+};
+
+/// MMIO registers of the command queue.
+enum class SmmuReg : std::uint32_t { cmdq_prod = 0x98, cmdq_cons = 0x9c };
+
+/// Command opcodes (SMMUv3 CMD_* encodings).
+inline constexpr std::uint64_t kCmdTlbiNhVa = 0x12;
+inline constexpr std::uint64_t kCmdSync = 0x46;
+/// CMD_SYNC completion signal field: CS=IRQ (signal by MSI write), bits [13:12].
+inline constexpr std::uint64_t kSyncCsIrq = 1ull << 12;
+/// Bytes per command queue entry.
+inline constexpr int kCmdBytes = 16;
+
+/// Builds CMD_TLBI_NH_VA for `asid`, `va` (two 64-bit words).
+inline std::pair<std::uint64_t, std::uint64_t> cmd_tlbi_nh_va(std::uint64_t asid, std::uint64_t va) {
+  return {kCmdTlbiNhVa | (asid << 48), va & ~0xfffull};
+}
+/// Builds CMD_SYNC that signals completion by writing 0 (MSIData) to `msi_addr`.
+inline std::pair<std::uint64_t, std::uint64_t> cmd_sync_msi(Addr msi_addr) {
+  return {kCmdSync | kSyncCsIrq, msi_addr & 0x000ffffffffffffcull};
+}
+
+/// What the device did, counted at the device.
+struct SmmuStats {
+  std::uint64_t prod_writes = 0, cons_reads = 0;
+  std::uint64_t commands = 0, tlbi = 0, syncs = 0, msi_writes = 0;
+  std::uint64_t command_errors = 0;  ///< CERROR_ILL: malformed commands skipped
+  std::uint64_t line_reads = 0;      ///< queue lines fetched through the fabric
+  Tick busy = 0;                     ///< time spent executing commands
+};
+
+class Smmu {
+ public:
+  /// Places the device on the fabric (an endpoint on `p.socket`), allocates
+  /// a command queue of `queue_entries` (a power of two) on `p.node`, and
+  /// starts its command processor as a daemon process.
+  Smmu(const SmmuParams& p, fabric::Fabric& fabric, int queue_entries, const std::string& name = "smmu0");
+
+  const SmmuParams& params() const { return p_; }
+  /// Base address of the command queue memory (entry i at base + 16 * i).
+  Addr queue_base() const { return queue_base_; }
+  int queue_entries() const { return entries_; }
+  /// log2(queue_entries): the position of the wrap bit in PROD/CONS.
+  int max_n_shift() const { return shift_; }
+  int endpoint() const { return endpoint_; }
+  const SmmuStats& stats() const { return stats_; }
+  /// Every command executed, in execution order (dword0, entry index), when recording.
+  void record_commands(bool on) { recording_ = on; }
+  struct Executed {
+    std::uint64_t dword0, dword1;
+    std::uint32_t index;
+  };
+  const std::vector<Executed>& executed() const { return executed_; }
+
+  /// An MMIO write of a queue register, as the device sees it on arrival.
+  void register_write(SmmuReg r, std::uint32_t value);
+  /// An MMIO read of a queue register.
+  std::uint32_t register_read(SmmuReg r);
+
+ private:
+  Task<void> command_processor();
+  Task<void> execute(std::uint64_t dword0, std::uint64_t dword1, std::uint32_t index);
+
+  SmmuParams p_;
+  fabric::Fabric& fab_;
+  sim::Simulator& sim_;
+  std::string name_;
+  int endpoint_;
+  int entries_;
+  int shift_;
+  Addr queue_base_;
+  std::uint32_t prod_ = 0, cons_ = 0;  ///< register values: index | wrap bit
+  sim::Signal prod_written_;
+  SmmuStats stats_;
+  bool recording_ = false;
+  std::vector<Executed> executed_;
+};
+
+/// writel_relaxed to an SMMU register: the store travels to the device
+/// endpoint over the interconnect (uncached, in order: the CPU waits for the
+/// device to take it) and pays the register access time there.
+Task<void> mmio_write(cpu::Cpu& cpu, Smmu& smmu, SmmuReg r, std::uint32_t value);
+/// readl_relaxed of an SMMU register: a round trip to the device plus its
+/// register access time.
+Task<std::uint32_t> mmio_read(cpu::Cpu& cpu, Smmu& smmu, SmmuReg r);
+
+}  // namespace cohsim::devices

@@ -1,0 +1,150 @@
+// The SMMUv3 driver's command queue insertion, arm_smmu_cmdq_issue_cmdlist
+// (Linux v5.9 drivers/iommu/arm/arm-smmu-v3/arm-smmu-v3.c), in three
+// variants of its space-allocation step:
+//   cmpxchg            v5.9 as merged: a cmpxchg_relaxed loop on the
+//                      {prod, cons} word, owner election by the OWNED flag;
+//   spinlock-fallback  proposed in review: after one failed cmpxchg a CPU
+//                      retries under a spinlock (queued spinlock, v5.9
+//                      kernel/locking/qspinlock.c), new arrivals do not lock;
+//   fetch-add          proposed replacement: one fetch_add claims space on a
+//                      {sync_count, count, prod} word, cons on its own line.
+// Everything the kernel shares lives in simulated memory on the SMMU's node
+// and is reached through the CPU's loads, stores and atomics.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cohsim/cpu/cpu.hpp"
+#include "cohsim/devices/smmu.hpp"
+#include "cohsim/fabric/memory_map.hpp"
+#include "cohsim/topo/topology.hpp"
+
+namespace cohsim::models {
+
+using fabric::Addr;
+using sim::Task;
+using sim::Tick;
+
+/// Which space-allocation scheme the driver uses.
+enum class CmdqVariant { cmpxchg, spinlock_fallback, fetch_add };
+/// "cmpxchg" | "spinlock-fallback" | "fetch-add".
+CmdqVariant parse_cmdq_variant(const std::string& name);
+const char* cmdq_variant_name(CmdqVariant v);
+
+/// Where an issuing CPU spends its time.
+enum class CmdqPhase { claim, write, owner, sync, backoff };
+inline constexpr int kCmdqPhases = 5;
+/// Report names of the phases: claim space, write entries and valid bits,
+/// owner work (waiting for the previous owner, gathering, PROD), waiting for
+/// the CMD_SYNC, udelay backoff inside queue_poll.
+inline constexpr std::array<const char*, kCmdqPhases> kCmdqPhaseNames = {"claim", "write", "owner", "sync", "backoff"};
+
+/// Counters per issuing CPU.
+struct CmdqCpuStats {
+  std::array<Tick, kCmdqPhases> phase{};
+  std::uint64_t calls = 0;
+  std::uint64_t claim_attempts = 0;   ///< cmpxchg (or fetch_add) attempts on the claim word
+  std::uint64_t claim_successes = 0;
+  std::uint64_t owner_batches = 0;    ///< calls that found themselves owner
+  std::uint64_t sync_spins = 0;       ///< queue_poll calls in the CMD_SYNC wait (condition false)
+  std::uint64_t sync_wakeups = 0;     ///< WFE wake-ups in the CMD_SYNC wait
+  std::uint64_t udelays = 0;
+  std::uint64_t queue_full_waits = 0;
+  std::uint64_t slock_taken = 0;      ///< spinlock-fallback: times the spinlock was taken
+};
+
+/// One gathered batch as its owner published it (recorded on request).
+struct CmdqBatch {
+  int owner_cpu;
+  std::uint32_t start, end;  ///< queue positions (index | wrap bit, or free-running for fetch-add)
+};
+
+/// A 16-byte command.
+using CmdqCommand = std::array<std::uint64_t, 2>;
+
+/// struct arm_smmu_cmdq and the driver code that inserts into it.
+class SmmuCmdq {
+ public:
+  /// Allocates the queue's shared state on the SMMU's node (per-CPU spinlock
+  /// queue nodes on each CPU's node) for a machine of `topo.cpu_count()` CPUs.
+  SmmuCmdq(CmdqVariant v, devices::Smmu& smmu, fabric::MemoryMap& mem, const topo::Topology& topo);
+
+  /// arm_smmu_cmdq_issue_cmdlist(smmu, cmds, n, sync): inserts the n
+  /// commands (plus a CMD_SYNC when `sync`) and, with sync, waits for it.
+  Task<void> issue_cmdlist(cpu::Cpu& cpu, const CmdqCommand* cmds, int n, bool sync);
+
+  CmdqVariant variant() const { return variant_; }
+  /// The most entries (commands + CMD_SYNC) one call may insert.
+  int max_entries_per_call() const;
+  const CmdqCpuStats& stats(int cpu) const { return stats_.at(static_cast<std::size_t>(cpu)); }
+  /// Turns on recording of every owner's batch.
+  void record_batches(bool on) { recording_ = on; }
+  const std::vector<CmdqBatch>& batches() const { return batches_; }
+  /// Addresses of the shared objects, for reports and tests.
+  Addr claim_word() const { return llq_; }
+  Addr owner_prod() const { return owner_prod_; }
+  Addr lock() const { return lock_; }
+  Addr valid_map() const { return valid_map_; }
+  Addr cons_word() const { return cons_; }
+  Addr spinlock() const { return slock_; }
+
+ private:
+  /// struct arm_smmu_queue_poll (qp.wfe is always false here: no SEV).
+  struct Poll {
+    int spin_cnt = 0;
+    std::uint64_t delay = 1;  ///< the next udelay argument, us
+  };
+  struct Claim {
+    std::uint32_t prod;  ///< first entry (position)
+    bool owner;
+  };
+  Task<Claim> claim_cmpxchg(cpu::Cpu& c, int n, bool sync, bool fallback);
+  Task<Claim> claim_fetch_add(cpu::Cpu& c, int n, bool sync);
+  Task<void> poll_until_not_full(cpu::Cpu& c, std::uint64_t& llq, CmdqCpuStats& s);
+  Task<void> fetch_add_wait_for_space(cpu::Cpu& c, std::uint32_t end, CmdqCpuStats& s);
+  Task<void> owner_publish(cpu::Cpu& c, std::uint32_t start, CmdqCpuStats& s);
+  Task<void> poll_set_valid_map(cpu::Cpu& c, std::uint32_t sprod, std::uint32_t eprod, bool set);
+  Task<void> wait_for_sync(cpu::Cpu& c, std::uint32_t sync_prod, CmdqCpuStats& s);
+  Task<void> queue_poll(cpu::Cpu& c, Poll& qp, CmdqCpuStats& s);
+  Task<void> shared_lock(cpu::Cpu& c, std::int32_t count);
+  Task<void> shared_unlock_after_sync(cpu::Cpu& c, std::uint32_t cons_after);
+  Task<bool> exclusive_trylock(cpu::Cpu& c);
+  Task<void> exclusive_unlock(cpu::Cpu& c);
+  Task<void> spin_lock(cpu::Cpu& c);
+  Task<void> spin_unlock(cpu::Cpu& c);
+
+  // Queue position arithmetic (struct arm_smmu_ll_queue helpers).
+  std::uint32_t q_idx(std::uint32_t p) const { return p & ((1u << shift_) - 1); }
+  std::uint32_t q_wrp(std::uint32_t p) const { return p & (1u << shift_); }
+  std::uint32_t inc_prod_n(std::uint32_t prod, std::uint32_t n) const;
+  bool has_space(std::uint64_t llq, std::uint32_t n) const;
+  bool full(std::uint64_t llq) const;
+  /// Converts a free-running position (fetch-add) to index | wrap bit.
+  std::uint32_t wrapped(std::uint32_t p) const { return p & ((2u << shift_) - 1); }
+  Addr entry_addr(std::uint32_t p) const {
+    return smmu_.queue_base() + static_cast<Addr>(q_idx(p)) * devices::kCmdBytes;
+  }
+  void account(CmdqCpuStats& s, CmdqPhase p, Tick since, Tick now) {
+    s.phase[static_cast<std::size_t>(p)] += now - since;
+  }
+
+  CmdqVariant variant_;
+  devices::Smmu& smmu_;
+  int shift_;
+  int cpu_count_;
+  Addr llq_;         ///< L: {u32 prod, u32 cons} (fetch-add: {u32 prod, u16 count, u16 sync_count})
+  Addr owner_prod_;  ///< OP (atomic_t), sharing its line with the lock
+  Addr lock_;        ///< LK (atomic_t): > 0 shared holders, INT_MIN exclusive
+  Addr valid_map_;   ///< VM: one bit per entry, polarity flips on every wrap
+  Addr cons_ = 0;    ///< fetch-add: the driver's copy of cons on its own line
+  Addr slock_ = 0;   ///< spinlock-fallback: the queued spinlock word
+  std::vector<Addr> mcs_nodes_;  ///< spinlock-fallback: per-CPU queue nodes
+  std::vector<CmdqCpuStats> stats_;
+  bool recording_ = false;
+  std::vector<CmdqBatch> batches_;
+};
+
+}  // namespace cohsim::models

@@ -1,0 +1,139 @@
+// Step 1 of arm_smmu_cmdq_issue_cmdlist, "allocate some space in the
+// queue", in the three variants (see smmu_cmdq.hpp), plus the queued
+// spinlock the spinlock-fallback variant takes (v5.9 qspinlock: fast-path
+// cmpxchg, then an MCS queue of per-CPU nodes; the pending bit is left out).
+#include "models/kernel/smmu_cmdq.hpp"
+
+namespace cohsim::models {
+
+using cpu::Order;
+using fabric::RmwOp;
+
+namespace {
+constexpr std::uint32_t kOwned = 0x80000000u;  // CMDQ_PROD_OWNED_FLAG
+constexpr std::uint64_t kCountOne = 1ull << 32;
+constexpr std::uint64_t kSyncOne = 1ull << 48;
+}  // namespace
+
+// v5.9: llq.val = READ_ONCE(cmdq->q.llq.val), then cmpxchg_relaxed until it
+// succeeds, waiting for space when there is none; a failed cmpxchg returns
+// the current value, which becomes the next expectation (no re-read).
+// spinlock-fallback: re-read each round; after the first failure take the
+// spinlock and keep it until success or until waiting for space.
+Task<SmmuCmdq::Claim> SmmuCmdq::claim_cmpxchg(cpu::Cpu& c, int n, bool sync, bool fallback) {
+  CmdqCpuStats& s = stats_.at(static_cast<std::size_t>(c.id()));
+  const auto need = static_cast<std::uint32_t>(n + (sync ? 1 : 0));
+  std::uint64_t llq = co_await c.load(llq_, 8, Order::relaxed);
+  bool locked = false;
+  for (;;) {
+    while (!has_space(llq, need)) {
+      if (locked) {
+        co_await spin_unlock(c);
+        locked = false;
+      }
+      co_await c.local_irq_enable();
+      co_await poll_until_not_full(c, llq, s);
+      c.local_irq_disable();
+    }
+    const auto prod = static_cast<std::uint32_t>(llq);
+    const std::uint64_t head = (llq & 0xffffffff00000000ull) | (inc_prod_n(prod, need) | kOwned);
+    ++s.claim_attempts;
+    const std::uint64_t old = co_await c.cmpxchg(llq_, 8, llq, head, Order::relaxed);
+    if (old == llq) break;
+    if (!fallback) {
+      llq = old;
+      continue;
+    }
+    if (!locked) {
+      co_await spin_lock(c);
+      locked = true;
+      ++s.slock_taken;
+    }
+    llq = co_await c.load(llq_, 8, Order::relaxed);
+  }
+  if (locked) co_await spin_unlock(c);
+  ++s.claim_successes;
+  const auto prod = static_cast<std::uint32_t>(llq);
+  co_return Claim{prod & ~kOwned, (prod & kOwned) == 0};
+}
+
+// fetch-add: one atomic fetch_add of {count 1, sync, n + sync} claims the
+// space; the first claimer of a batch (old count 0) is its owner. Space is
+// checked after the claim, against the cons copy on its own line.
+Task<SmmuCmdq::Claim> SmmuCmdq::claim_fetch_add(cpu::Cpu& c, int n, bool sync) {
+  CmdqCpuStats& s = stats_.at(static_cast<std::size_t>(c.id()));
+  const auto need = static_cast<std::uint32_t>(n + (sync ? 1 : 0));
+  ++s.claim_attempts;
+  const std::uint64_t old =
+      co_await c.rmw(llq_, 8, RmwOp::add, kCountOne | (sync ? kSyncOne : 0) | need, 0, Order::relaxed);
+  ++s.claim_successes;
+  const auto prod = static_cast<std::uint32_t>(old);
+  const bool owner = ((old >> 32) & 0xffff) == 0;
+  co_await fetch_add_wait_for_space(c, prod + need, s);
+  co_return Claim{prod, owner};
+}
+
+// The claim may overrun cons only while the driver's copy is stale: refresh
+// it from CONS under the exclusive lock, or wait for whoever does.
+Task<void> SmmuCmdq::fetch_add_wait_for_space(cpu::Cpu& c, std::uint32_t end, CmdqCpuStats& s) {
+  const auto entries = static_cast<std::uint32_t>(smmu_.queue_entries());
+  auto cons = static_cast<std::uint32_t>(co_await c.load(cons_, 4, Order::relaxed));
+  if (end - cons <= entries) co_return;
+  ++s.queue_full_waits;
+  co_await c.local_irq_enable();
+  Poll qp;
+  for (;;) {
+    c.local_irq_disable();
+    const bool exclusive = co_await exclusive_trylock(c);
+    if (exclusive) {
+      const std::uint32_t reg = co_await devices::mmio_read(c, smmu_, devices::SmmuReg::cmdq_cons);
+      // CONS holds index | wrap; it trails our claim by less than two laps.
+      cons = end - ((wrapped(end) - reg) & ((2u << shift_) - 1));
+      co_await c.store(cons_, 4, cons);
+      co_await exclusive_unlock(c);
+    }
+    co_await c.local_irq_enable();
+    cons = static_cast<std::uint32_t>(co_await c.load(cons_, 4, Order::relaxed));
+    if (end - cons <= entries) break;
+    co_await queue_poll(c, qp, s);
+  }
+  c.local_irq_disable();
+}
+
+// ------------------------------------------------------- queued spinlock ---
+// Lock word: bits 0-31 locked, bits 32-63 tail (CPU + 1). Queue node: next
+// (CPU + 1) at +0, locked flag at +8.
+Task<void> SmmuCmdq::spin_lock(cpu::Cpu& c) {
+  const std::uint64_t seen = co_await c.cmpxchg(slock_, 8, 0, 1, Order::acquire);
+  if (seen == 0) co_return;  // fast path
+  const auto me = static_cast<std::uint32_t>(c.id() + 1);
+  const Addr node = mcs_nodes_.at(static_cast<std::size_t>(c.id()));
+  co_await c.store(node, 8, 0);
+  co_await c.store(node + 8, 8, 0);
+  // xchg_tail, ordered after the node's initialisation.
+  const auto prev = static_cast<std::uint32_t>(co_await c.rmw(slock_ + 4, 4, RmwOp::swap, me, 0, Order::release));
+  if (prev != 0) {
+    co_await c.store(mcs_nodes_.at(prev - 1), 8, me);
+    co_await c.spin_until(node + 8, 8, [](std::uint64_t v) { return v != 0; }, Order::acquire,
+                          "qspinlock: MCS hand-off");
+  }
+  // Queue head: wait for the holder to leave (atomic_cond_read_acquire).
+  for (;;) {
+    const std::uint64_t v = co_await c.spin_until(slock_, 8, [](std::uint64_t w) { return (w & 0xffffffffu) == 0; },
+                                                  Order::acquire, "qspinlock: holder");
+    if ((v >> 32) == me) {
+      const std::uint64_t won = co_await c.cmpxchg(slock_, 8, v, 1, Order::relaxed);
+      if (won == v) co_return;  // last in queue
+      continue;
+    }
+    break;
+  }
+  co_await c.store(slock_, 4, 1);  // set_locked
+  const std::uint64_t next = co_await c.spin_until(node, 8, [](std::uint64_t v) { return v != 0; }, Order::relaxed,
+                                                   "qspinlock: successor link");
+  co_await c.store(mcs_nodes_.at(static_cast<std::size_t>(next - 1)) + 8, 8, 1, Order::release);
+}
+
+Task<void> SmmuCmdq::spin_unlock(cpu::Cpu& c) { co_await c.store(slock_, 4, 0, Order::release); }
+
+}  // namespace cohsim::models

@@ -1,0 +1,203 @@
+// DMA map + unmap benchmark through an SMMUv3 (the published Kunpeng 920
+// measurement, Linux v5.9-rc1): one kernel thread per CPU loops
+// dma_map_single(page) / dma_unmap_single() with strict invalidation, so
+// each unmap issues CMD_TLBI_NH_VA + CMD_SYNC in one
+// arm_smmu_cmdq_issue_cmdlist call; the map issues no command.
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "cohsim/devices/smmu.hpp"
+#include "models/kernel/smmu_cmdq.hpp"
+#include "models/registry.hpp"
+#include "models/workloads/stats.hpp"
+
+namespace cohsim::models {
+namespace {
+
+using config::Spec;
+using cpu::Order;
+using scenario::Machine;
+using scenario::Results;
+
+class DmaMapBench : public scenario::Workload {
+ public:
+  DmaMapBench(config::Reader p, Machine& m) : m_(m) {
+    cpus_ = p.cpu_list("cpus", Spec{.doc = "CPUs running a benchmark thread (a count N = CPUs 0..N-1, or a list)",
+                                    .def = 2},
+                       m.cpu_count());
+    variant_name_ = p.choice("variant", Spec{.doc = "command queue space allocation scheme", .def = "cmpxchg",
+                                             .choices = {"cmpxchg", "spinlock-fallback", "fetch-add"}});
+    duration_ = p.time("duration", Spec{.doc = "measured simulated time", .def = "2ms", .min = 1e6, .max = 1e12});
+    warmup_ = p.time("warmup", Spec{.doc = "simulated time before measuring", .def = "200us", .min = 0, .max = 1e12});
+    queue_entries_ = static_cast<int>(p.integer(
+        "queue_entries", Spec{.doc = "command queue entries (a power of two, at least BITS_PER_LONG)", .def = 65536, .min = 64, .max = 1 << 19}));
+    start_jitter_ = p.time("start_jitter", Spec{.doc = "each thread starts at a uniform random offset below this "
+                                                       "(random source dma-map-bench.start)",
+                                                .def = "2us", .min = 0, .max = 1e9});
+    if ((queue_entries_ & (queue_entries_ - 1)) != 0) p.fail("queue_entries", "must be a power of two");
+    if (p.schema_mode()) return;
+    if (m.smmu_params() == nullptr) p.fail("variant", fmt::format("platform {} has no \"smmu\" section", m.name()));
+    smmu_params_ = *m.smmu_params();
+    if (cpus_.empty()) p.fail("cpus", "needs at least one CPU");
+    config::Reader section = m.platform_section("smmu", "SMMUv3: placement, command timing, driver CPU work");
+    if (smmu_params_.node >= m.topology().node_count())
+      section.fail("node", fmt::format("no such NUMA node (the machine has {})", m.topology().node_count()));
+    if (smmu_params_.socket >= m.topology().sockets())
+      section.fail("socket", fmt::format("no such socket (the machine has {})", m.topology().sockets()));
+    smmu_ = std::make_unique<devices::Smmu>(smmu_params_, m.fabric(), queue_entries_);
+    cmdq_ = std::make_unique<SmmuCmdq>(parse_cmdq_variant(variant_name_), *smmu_, m.memory(), m.topology());
+    if (cmdq_->max_entries_per_call() < 2)
+      p.fail("queue_entries", fmt::format("too small for {}: one call (TLBI + CMD_SYNC) may insert at most {} entries",
+                                          variant_name_, cmdq_->max_entries_per_call()));
+    // Per-CPU objects on each CPU's node: the IOVA allocator's per-CPU rcache
+    // (struct iova_cpu_rcache) and the io-pgtable lines this CPU's IOVAs map.
+    for (int c : cpus_) {
+      const int node = m.topology().node_of_cpu(c);
+      rcache_.push_back(m.memory().alloc(node, 64, 64, fmt::format("iova_cpu_rcache[{}]", c)));
+      ptes_.push_back(m.memory().alloc(node, 64, 64, fmt::format("io_pgtable.pte[cpu{}]", c)));
+    }
+  }
+
+  Results run() override {
+    auto& sim = m_.sim();
+    sim::RandomStream start_rng(m_.seed(), "dma-map-bench.start");
+    window_start_ = warmup_ + start_jitter_;
+    window_end_ = window_start_ + duration_;
+    ops_.assign(cpus_.size(), 0);
+    cpu_work_.assign(cpus_.size(), {0, 0});
+    for (std::size_t i = 0; i < cpus_.size(); ++i)
+      sim.spawn(fmt::format("cpu{} dma-map-bench", cpus_[i]), thread(i, start_rng.below(start_jitter_ + 1)));
+    // Phase counters count only inside the window: snapshot at its start.
+    std::vector<CmdqCpuStats> at_start;
+    sim.run(sim::RunLimits{.until = window_start_});
+    for (int c : cpus_) at_start.push_back(cmdq_->stats(c));
+    sim.run();
+    return report(at_start);
+  }
+
+ private:
+  // One benchmark thread: map, then unmap, until the window closes.
+  Task<void> thread(std::size_t i, Tick start_offset) {
+    cpu::Cpu& c = m_.cpu(cpus_[i]);
+    auto& sim = m_.sim();
+    co_await sim.delay(start_offset);
+    const Addr rcache = rcache_[i], pte = ptes_[i];
+    std::uint64_t iova = 0x1000000ull + 0x1000ull * static_cast<std::uint64_t>(i);
+    while (sim.now() < window_end_) {
+      Tick t = sim.now();
+      // dma_map_single: alloc_iova_fast from the per-CPU rcache, then the
+      // io-pgtable walk and PTE store (coherent walk: no command, no sync).
+      const std::uint64_t cached = co_await c.load(rcache, 8);
+      co_await c.store(rcache, 8, cached + 1);
+      co_await c.compute(smmu_params_.map_cpu_work);
+      co_await c.store(pte, 8, iova | 0x3);
+      const Tick mapped = sim.now();
+      // dma_unmap_single: clear the PTE, iotlb sync (TLBI + CMD_SYNC), free the IOVA.
+      co_await c.store(pte, 8, 0);
+      co_await c.compute(smmu_params_.unmap_cpu_work);
+      const Tick before_queue = sim.now();
+      auto [d0, d1] = devices::cmd_tlbi_nh_va(1, iova);
+      const CmdqCommand tlbi{d0, d1};
+      co_await cmdq_->issue_cmdlist(c, &tlbi, 1, true);
+      const Tick after_queue = sim.now();
+      co_await c.store(rcache, 8, cached);
+      const Tick done = sim.now();
+      if (t >= window_start_ && done <= window_end_) {
+        ++ops_[i];
+        cpu_work_[i][0] += mapped - t;
+        cpu_work_[i][1] += (before_queue - mapped) + (done - after_queue);
+      }
+      sim.note_progress();
+    }
+  }
+
+  Results report(const std::vector<CmdqCpuStats>& at_start) {
+    Results r;
+    const double seconds = sim::to_ns(duration_) * 1e-9;
+    std::vector<double> per_cpu;
+    std::uint64_t total_ops = 0;
+    for (std::size_t i = 0; i < cpus_.size(); ++i) {
+      per_cpu.push_back(static_cast<double>(ops_[i]) / seconds);
+      total_ops += ops_[i];
+    }
+    r.add("ops_per_cpu_per_s", mean(per_cpu));
+    r.add("total_ops_per_s", static_cast<double>(total_ops) / seconds);
+    r.add("ops_per_cpu_min", *std::min_element(per_cpu.begin(), per_cpu.end()));
+    r.add("ops_per_cpu_median", median(per_cpu));
+    r.add("ops_per_cpu_max", *std::max_element(per_cpu.begin(), per_cpu.end()));
+    r.add("cpus", static_cast<double>(cpus_.size()));
+    // Driver counters over the window (phase times as they ended in it).
+    CmdqCpuStats d;
+    for (std::size_t i = 0; i < cpus_.size(); ++i) {
+      const CmdqCpuStats& now = cmdq_->stats(cpus_[i]);
+      const CmdqCpuStats& then = at_start[i];
+      for (int p = 0; p < kCmdqPhases; ++p) d.phase[p] += now.phase[p] - then.phase[p];
+      d.calls += now.calls - then.calls;
+      d.claim_attempts += now.claim_attempts - then.claim_attempts;
+      d.claim_successes += now.claim_successes - then.claim_successes;
+      d.owner_batches += now.owner_batches - then.owner_batches;
+      d.sync_spins += now.sync_spins - then.sync_spins;
+      d.sync_wakeups += now.sync_wakeups - then.sync_wakeups;
+      d.udelays += now.udelays - then.udelays;
+      d.queue_full_waits += now.queue_full_waits - then.queue_full_waits;
+      d.slock_taken += now.slock_taken - then.slock_taken;
+    }
+    auto per_call = [&](double x) { return d.calls ? x / static_cast<double>(d.calls) : 0.0; };
+    r.add("cmpxchg_attempts_per_success",
+          d.claim_successes ? static_cast<double>(d.claim_attempts) / static_cast<double>(d.claim_successes) : 0.0);
+    r.add("commands_per_batch", d.owner_batches ? 2.0 * static_cast<double>(d.calls) / static_cast<double>(d.owner_batches) : 0.0);
+    r.add("sync_spins_per_call", per_call(static_cast<double>(d.sync_spins)));
+    r.add("sync_wakeups_per_call", per_call(static_cast<double>(d.sync_wakeups)));
+    r.add("udelays_per_call", per_call(static_cast<double>(d.udelays)));
+    r.add("queue_full_waits", static_cast<double>(d.queue_full_waits));
+    if (cmdq_->variant() == CmdqVariant::spinlock_fallback)
+      r.add("spinlock_taken_per_call", per_call(static_cast<double>(d.slock_taken)));
+    // Time by phase, ns per op (map + unmap), the queue phases from the driver.
+    config::json phases = config::json::object();
+    auto phase = [&](const std::string& name, double ns_total) {
+      const double v = total_ops ? ns_total / static_cast<double>(total_ops) : 0.0;
+      r.add("phase_ns." + name, v);
+      phases[name] = v;
+    };
+    Tick map_work = 0, unmap_work = 0;
+    for (const auto& w : cpu_work_) {
+      map_work += w[0];
+      unmap_work += w[1];
+    }
+    phase("map", sim::to_ns(map_work));
+    phase("unmap_cpu", sim::to_ns(unmap_work));
+    for (int p = 0; p < kCmdqPhases; ++p) phase(kCmdqPhaseNames[static_cast<std::size_t>(p)], sim::to_ns(d.phase[p]));
+    r.extra["phases"] = phases;
+    const auto& st = smmu_->stats();
+    r.add("smmu_commands", static_cast<double>(st.commands));
+    r.add("smmu_command_errors", static_cast<double>(st.command_errors));
+    r.add("smmu_busy_fraction", sim::to_ns(st.busy) / std::max(1.0, sim::to_ns(m_.sim().now())));
+    r.extra["variant"] = variant_name_;
+    scenario::add_contention_report(r, m_);
+    return r;
+  }
+
+  Machine& m_;
+  std::vector<int> cpus_;
+  std::string variant_name_;
+  Tick duration_ = 0, warmup_ = 0, start_jitter_ = 0;
+  int queue_entries_ = 0;
+  devices::SmmuParams smmu_params_;
+  std::unique_ptr<devices::Smmu> smmu_;
+  std::unique_ptr<SmmuCmdq> cmdq_;
+  std::vector<Addr> rcache_, ptes_;
+  Tick window_start_ = 0, window_end_ = 0;
+  std::vector<std::uint64_t> ops_;
+  std::vector<std::array<Tick, 2>> cpu_work_;
+};
+
+}  // namespace
+
+void register_dma_map_bench(WorkloadTable& t) {
+  t.add("dma-map-bench",
+        "SMMUv3 DMA map+unmap per CPU: arm_smmu_cmdq_issue_cmdlist (TLBI + CMD_SYNC) in the cmpxchg, "
+        "spinlock-fallback or fetch-add variant",
+        [](config::Reader p, Machine& m) { return std::make_unique<DmaMapBench>(p, m); });
+}
+
+}  // namespace cohsim::models

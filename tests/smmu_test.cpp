@@ -1,0 +1,209 @@
+// The SMMUv3 device and the arm_smmu_cmdq_issue_cmdlist variants.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+
+#include "cohsim/devices/smmu.hpp"
+#include "cohsim/scenario/machine.hpp"
+#include "models/kernel/smmu_cmdq.hpp"
+
+using namespace cohsim;
+using devices::Smmu;
+using models::CmdqVariant;
+using models::SmmuCmdq;
+using sim::Task;
+using sim::Tick;
+
+namespace {
+
+constexpr Tick kNs = 1000;
+
+/// A Kunpeng 920 with an SMMU and a command queue driver of one variant.
+struct Rig {
+  config::Registry registry;
+  scenario::Machine m{scenario::load_platform(COHSIM_SOURCE_DIR "/configs/platforms/kunpeng920.json"), 1, registry};
+  Smmu smmu;
+  SmmuCmdq cmdq;
+  Rig(int entries, CmdqVariant v)
+      : smmu(*m.smmu_params(), m.fabric(), entries),
+        cmdq(v, smmu, m.memory(), m.topology()) {
+    smmu.record_commands(true);
+    cmdq.record_batches(true);
+  }
+  /// The VA a CPU's k-th unmap invalidates: unique per (cpu, k).
+  static std::uint64_t va(int cpu, int k) { return (static_cast<std::uint64_t>(cpu) << 32) | (static_cast<std::uint64_t>(k) << 12); }
+  /// `calls` unmaps (TLBI + CMD_SYNC) on `cpu`, starting at `start`.
+  Task<void> unmaps(int cpu, int calls, Tick start) {
+    co_await m.sim().delay(start);
+    for (int k = 0; k < calls; ++k) {
+      auto [d0, d1] = devices::cmd_tlbi_nh_va(1, va(cpu, k));
+      const models::CmdqCommand tlbi{d0, d1};
+      co_await cmdq.issue_cmdlist(m.cpu(cpu), &tlbi, 1, true);
+    }
+  }
+  void spawn_unmaps(int cpu, int calls, Tick start) { m.sim().spawn("unmaps", unmaps(cpu, calls, start)); }
+};
+
+CmdqVariant variant_named(const char* name) { return models::parse_cmdq_variant(name); }
+
+/// CPU 0 writes PROD = `prod`, then polls CONS until the SMMU consumed everything.
+Task<void> publish(Rig& r, std::uint32_t prod) {
+  co_await devices::mmio_write(r.m.cpu(0), r.smmu, devices::SmmuReg::cmdq_prod, prod);
+  for (;;) {
+    const std::uint32_t cons = co_await devices::mmio_read(r.m.cpu(0), r.smmu, devices::SmmuReg::cmdq_cons);
+    if (cons == prod) break;
+    co_await r.m.sim().delay(100 * kNs);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("The SMMU executes commands in order, completes CMD_SYNC by MSI and advances CONS", "[smmu]") {
+  Rig r(64, CmdqVariant::cmpxchg);
+  auto& fab = r.m.fabric();
+  const fabric::Addr q = r.smmu.queue_base();
+  for (int i = 0; i < 3; ++i) {
+    auto [d0, d1] = devices::cmd_tlbi_nh_va(1, 0x1000ull * (i + 1));
+    fab.poke(q + 16 * i, 8, d0);
+    fab.poke(q + 16 * i + 8, 8, d1);
+  }
+  auto [s0, s1] = devices::cmd_sync_msi(q + 16 * 3);
+  fab.poke(q + 48, 8, s0);
+  fab.poke(q + 56, 8, s1);
+  r.m.sim().spawn("writer", publish(r, 4));
+  r.m.sim().run();
+  REQUIRE(r.smmu.executed().size() == 4);
+  for (std::uint32_t i = 0; i < 4; ++i) CHECK(r.smmu.executed()[i].index == i);
+  CHECK(r.smmu.executed()[2].dword1 == 0x3000);
+  CHECK(r.smmu.register_read(devices::SmmuReg::cmdq_cons) == 4);
+  CHECK(fab.peek(q + 48, 4) == 0);  // MSIData written over the CMD_SYNC entry
+  CHECK(r.smmu.stats().line_reads == 1);
+}
+
+TEST_CASE("A malformed command raises a command error, is counted and skipped", "[smmu]") {
+  Rig r(64, CmdqVariant::cmpxchg);
+  auto& fab = r.m.fabric();
+  const fabric::Addr q = r.smmu.queue_base();
+  fab.poke(q, 8, 0x7f);  // no such opcode
+  auto [d0, d1] = devices::cmd_tlbi_nh_va(1, 0x5000);
+  fab.poke(q + 16, 8, d0);
+  fab.poke(q + 24, 8, d1);
+  r.m.sim().spawn("writer", publish(r, 2));
+  r.m.sim().run();
+  CHECK(r.smmu.stats().command_errors == 1);
+  CHECK(r.smmu.stats().tlbi == 1);
+  CHECK(r.smmu.register_read(devices::SmmuReg::cmdq_cons) == 2);
+}
+
+TEST_CASE("A CMD_SYNC completion wakes its waiter; a neighbour's writes into the line wake it spuriously", "[smmu]") {
+  Rig r(64, CmdqVariant::cmpxchg);
+  r.spawn_unmaps(0, 1, 0);           // entries 0-1
+  r.spawn_unmaps(1, 1, 300 * kNs);   // entries 2-3: the same line, while CPU 0 waits
+  r.spawn_unmaps(2, 1, 3000 * kNs);  // entries 4-5: a line of its own
+  r.m.sim().run();
+  // CPU 2 alone in its line: the only wake-up is its own MSI.
+  CHECK(r.cmdq.stats(2).sync_wakeups == 1);
+  CHECK(r.cmdq.stats(2).sync_spins == 1);
+  // CPU 0 was also woken by CPU 1's command stores, each a false condition.
+  CHECK(r.cmdq.stats(0).sync_wakeups >= 2);
+  CHECK(r.cmdq.stats(0).sync_spins == r.cmdq.stats(0).sync_wakeups);
+  CHECK(r.smmu.stats().msi_writes == 3);
+}
+
+TEST_CASE("Each batch has one owner and the batches tile the queue", "[smmu]") {
+  const char* name = GENERATE("cmpxchg", "spinlock-fallback", "fetch-add");
+  Rig r(1024, variant_named(name));
+  const int cpus = 16, calls = 4;
+  for (int c = 0; c < cpus; ++c) r.spawn_unmaps(c, calls, static_cast<Tick>(c) * 7 * kNs);
+  r.m.sim().run();
+  const auto& b = r.cmdq.batches();
+  std::uint64_t owners = 0;
+  for (int c = 0; c < cpus; ++c) owners += r.cmdq.stats(c).owner_batches;
+  CHECK(b.size() == owners);
+  REQUIRE(!b.empty());
+  CHECK(b.front().start == 0);
+  for (std::size_t i = 1; i < b.size(); ++i) CHECK(b[i].start == b[i - 1].end);
+  CHECK(b.back().end == static_cast<std::uint32_t>(2 * cpus * calls));
+  CHECK(b.size() < static_cast<std::size_t>(cpus * calls));  // contention gathers batches
+}
+
+TEST_CASE("No command is lost or duplicated under contention at 96 CPUs", "[smmu]") {
+  const char* name = GENERATE("cmpxchg", "spinlock-fallback", "fetch-add");
+  Rig r(65536, variant_named(name));
+  const int cpus = 96, calls = 3;
+  for (int c = 0; c < cpus; ++c) r.spawn_unmaps(c, calls, 0);
+  r.m.sim().run();
+  std::multiset<std::uint64_t> vas;
+  for (const auto& e : r.smmu.executed())
+    if ((e.dword0 & 0xff) == devices::kCmdTlbiNhVa) vas.insert(e.dword1);
+  for (int c = 0; c < cpus; ++c)
+    for (int k = 0; k < calls; ++k) CHECK(vas.count(Rig::va(c, k)) == 1);
+  CHECK(vas.size() == static_cast<std::size_t>(cpus * calls));
+  CHECK(r.smmu.stats().syncs == static_cast<std::uint64_t>(cpus * calls));
+  CHECK(r.smmu.stats().command_errors == 0);
+  std::uint64_t attempts = 0, successes = 0;
+  for (int c = 0; c < cpus; ++c) attempts += r.cmdq.stats(c).claim_attempts, successes += r.cmdq.stats(c).claim_successes;
+  CHECK(successes == static_cast<std::uint64_t>(cpus * calls));
+  if (std::string(name) != "fetch-add") CHECK(attempts > successes);  // cmpxchg failures happened
+}
+
+TEST_CASE("A full queue makes claimers wait for CONS and nothing is lost", "[smmu]") {
+  const char* name = GENERATE("cmpxchg", "spinlock-fallback");
+  Rig r(64, variant_named(name));  // the smallest queue the valid map's 64-bit words allow
+  const int cpus = 40, calls = 3;
+  for (int c = 0; c < cpus; ++c) r.spawn_unmaps(c, calls, 0);
+  r.m.sim().run();
+  std::uint64_t waits = 0;
+  for (int c = 0; c < cpus; ++c) waits += r.cmdq.stats(c).queue_full_waits;
+  CHECK(waits > 0);
+  CHECK(r.smmu.stats().tlbi == static_cast<std::uint64_t>(cpus * calls));
+  CHECK(r.smmu.register_read(devices::SmmuReg::cmdq_cons) == ((2u * cpus * calls) & 127u));
+}
+
+namespace {
+/// Symbols of the lines `cpu` fetched through the fabric.
+std::set<std::string> symbols_touched(Rig& r, int cpu) {
+  std::set<std::string> out;
+  for (const auto& [line, s] : r.m.fabric().line_stats())
+    if (s.touched.test(static_cast<std::size_t>(cpu))) out.insert(r.m.memory().symbol_of(line));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("An uncontended call's shared-memory footprint follows the algorithm step by step", "[smmu]") {
+  const char* name = GENERATE("cmpxchg", "spinlock-fallback", "fetch-add");
+  Rig r(65536, variant_named(name));
+  r.spawn_unmaps(0, 1, 0);
+  r.spawn_unmaps(24, 1, 5000 * kNs);  // another die, after CPU 0 is done: owner and last lock holder again
+  r.m.sim().run();
+  std::set<std::string> expected = {"arm_smmu_cmdq.q.llq", "arm_smmu_cmdq.owner_prod+lock", "arm_smmu_cmdq.valid_map",
+                                    "smmu0.cmdq.base"};
+  if (std::string(name) == "fetch-add") expected.insert("arm_smmu_cmdq.cons");
+  for (int cpu : {0, 24}) {
+    // claim (cmpxchg / fetch_add), shared lock (fetch_inc; fetch-add: the
+    // owner's add), valid bits (xor), stop gathering (fetch_andnot), unlock (dec).
+    CHECK(r.m.cpu(cpu).stats().atomics == 5);
+    // Two dwords per command, owner_prod (store-release), cons (last holder).
+    CHECK(r.m.cpu(cpu).stats().stores == 6);
+    CHECK(r.cmdq.stats(cpu).owner_batches == 1);
+    CHECK(symbols_touched(r, cpu) == expected);
+  }
+  CHECK(r.smmu.stats().prod_writes == 2);
+}
+
+TEST_CASE("spinlock-fallback takes the spinlock only after a failed cmpxchg", "[smmu]") {
+  Rig r(65536, CmdqVariant::spinlock_fallback);
+  const int cpus = 8;
+  for (int c = 0; c < cpus; ++c) r.spawn_unmaps(c, 1, 0);
+  r.m.sim().run();
+  std::uint64_t taken = 0;
+  for (int c = 0; c < cpus; ++c) {
+    const auto& s = r.cmdq.stats(c);
+    taken += s.slock_taken;
+    CHECK(s.slock_taken == (s.claim_attempts > 1 ? 1u : 0u));  // taken once, and only after a failure
+    CHECK(symbols_touched(r, c).count("arm_smmu_cmdq.slock") == s.slock_taken);
+  }
+  CHECK(taken > 0);
+  CHECK(r.smmu.stats().tlbi == static_cast<std::uint64_t>(cpus));
+}
