@@ -71,7 +71,16 @@ struct Fabric::HomeLine {
   DirState state = DirState::I;
   int owner = -1;
   CoreSet sharers;
-  CoreSet holders;  ///< cores with an entry for the line in any state (exact; for the checker)
+  /// Cores with an entry for the line in any state, and that entry (exact; for the checker).
+  std::vector<std::pair<int, CacheLine*>> holders;
+  void drop_holder(int core) {
+    for (auto& e : holders)
+      if (e.first == core) {
+        e = holders.back();
+        holders.pop_back();
+        return;
+      }
+  }
   LineData mem{};
   bool busy = false;
   struct Waiter {
@@ -193,8 +202,9 @@ Task<Tick> Fabric::acquire(int cpu, Addr line, bool for_write) {
     DirEvent kind = (row->actions & ca_issue_gets) ? DirEvent::GetS
                     : (row->actions & ca_issue_getm) ? DirEvent::GetM
                                                      : DirEvent::Upgrade;
-    c.lines[line].state = row->next;
-    home_line(line).holders.set(static_cast<std::size_t>(core));
+    auto [slot, inserted] = c.lines.try_emplace(line);
+    slot->second.state = row->next;
+    if (inserted) home_line(line).holders.emplace_back(core, &slot->second);
     if (kind == DirEvent::Upgrade) ++stats_.upgrades; else ++stats_.misses;
     co_await request(core, cpu, line, kind);
     co_return 0;
@@ -304,12 +314,13 @@ void Fabric::home_release(Addr line) {
     return;
   }
   std::size_t pick = 0;
+  const bool nearest = p_.arbitration == "nearest";
   if (p_.arbitration == "random") {
     pick = static_cast<std::size_t>(arbitration_rng_.below(h.queue.size()));
   } else {
     for (std::size_t i = 1; i < h.queue.size(); ++i) {
       const auto &a = h.queue[i], &b = h.queue[pick];
-      bool better = p_.arbitration == "nearest" && a.distance != b.distance ? a.distance < b.distance
+      bool better = nearest && a.distance != b.distance ? a.distance < b.distance
                     : a.arrived != b.arrived                                 ? a.arrived < b.arrived
                                                                              : a.seq < b.seq;
       if (better) pick = i;
@@ -366,7 +377,7 @@ void Fabric::evict(int core, Addr victim) {
   if (row->actions & ca_drop) {
     it->second.mshr.notify_all(sim_);
     c.lines.erase(it);
-    home_line(victim).holders.reset(static_cast<std::size_t>(core));
+    home_line(victim).drop_holder(core);
   } else {
     it->second.state = row->next;
   }
@@ -616,7 +627,7 @@ void Fabric::cache_event(int core, Addr line, CacheEvent ev, Txn* t) {
     c.l1.remove(line);
     c.l2.remove(line);
     c.lines.erase(it);
-    home_line(line).holders.reset(static_cast<std::size_t>(core));
+    home_line(line).drop_holder(core);
   }
   if (checking_) check_line(line);
 }
@@ -629,14 +640,11 @@ void Fabric::check_line(Addr line) {
   if (auto g = golden_.find(line); g != golden_.end()) golden = &g->second;
   auto home = homes_.find(line);
   if (home == homes_.end()) return;  // never requested: no cache holds it
-  const CoreSet& holders = home->second->holders;
-  for (std::size_t core = holders._Find_first(); core < holders.size(); core = holders._Find_next(core)) {
-    auto it = caches_[core]->lines.find(line);
-    if (it == caches_[core]->lines.end()) continue;
-    CacheState s = it->second.state;
+  for (const auto& [core, entry] : home->second->holders) {
+    CacheState s = entry->state;
     if (writable(s)) ++writers;
     if (s == CacheState::S) ++readers;
-    if (golden != nullptr && readable(s) && it->second.data != *golden) {
+    if (golden != nullptr && readable(s) && entry->data != *golden) {
       ++violations_;
       throw sim::SimError(fmt::format("coherence violation at t={}: core {} holds a stale copy of line {:#x} ({}) in {}",
                                       sim::format_time(sim_.now()), core, line, mem_.describe(line), name(s)));
