@@ -51,7 +51,6 @@ struct GicParams {
   Tick dispatch = 0;              ///< kernel: handle_domain_irq .. the SGI's handler (irq domain look-up, irq_enter)
   /// Reads the section and checks it against the topology; throws ConfigError.
   GicParams(config::Reader r, const topo::Topology& t);
-  GicParams() = default;
 };
 
 /// An MPIDR affinity. Aff3.Aff2.Aff1 names the cluster one ICC_SGI1R write
@@ -85,7 +84,9 @@ class Gicv3 {
   /// Becomes the interrupt handler of every CPU in `cpus` (indexed by CPU number).
   Gicv3(const GicParams& params, fabric::Interconnect& icn, std::vector<cpu::Cpu*> cpus);
 
+  /// The platform's "gic" parameters.
   const GicParams& params() const { return p_; }
+  /// Counters since construction.
   const GicStats& stats() const { return stats_; }
   /// The affinity of a CPU: Aff3 socket, Aff2 die, Aff1 cluster, Aff0 CPU in the cluster.
   Affinity affinity(int cpu) const { return affinity_.at(static_cast<std::size_t>(cpu)); }
