@@ -130,7 +130,7 @@ class IpiBench : public scenario::Workload {
     r.add("sgi_delivery_ns", gic.stats().delivered == 0
                                  ? 0.0
                                  : sim::to_ns(gic.stats().delivery_latency) / static_cast<double>(gic.stats().delivered));
-    r.add("csd_wait_wakeups_per_call",
+    r.add("csd_wait_spurious_wakeups_per_call",
           static_cast<double>(after.spin_wakeups - before.spin_wakeups) / all_calls);
     scenario::add_contention_report(r, m_);
     return r;
