@@ -320,11 +320,14 @@ Reader Reader::section(std::string_view key, std::string_view doc, bool optional
   json* sub_schema = nullptr;
   if (schema_ != nullptr) {
     json& props = (*schema_)["properties"];
-    props[std::string(key)] = {{"type", "object"}, {"description", std::string(doc)}, {"additionalProperties", false},
-                               {"patternProperties", {{"^_", {{"description", "comment"}}}}},  // skipped by the loader
-                               {"properties", json::object()}};
-    if (!optional) (*schema_)["required"].push_back(std::string(key));
-    sub_schema = &props[std::string(key)];
+    json& entry = props[std::string(key)];
+    if (!entry.is_object() || !entry.contains("properties")) {  // a section read twice keeps its declarations
+      entry = {{"type", "object"}, {"description", std::string(doc)}, {"additionalProperties", false},
+               {"patternProperties", {{"^_", {{"description", "comment"}}}}},  // skipped by the loader
+               {"properties", json::object()}};
+      if (!optional) (*schema_)["required"].push_back(std::string(key));
+    }
+    sub_schema = &entry;
   }
   const json* sub = nullptr;
   if (!schema_mode()) {
