@@ -18,7 +18,7 @@ using nlohmann::json;
 namespace {
 
 struct CompareOptions {
-  std::string scenario, json_out, report_dir, variants_csv;
+  std::string scenario, json_out, report_dir, variants_csv, metric;
   std::vector<std::string> sets;
   std::optional<std::uint64_t> seed;
   bool quiet = false;
@@ -32,7 +32,8 @@ bool parse_compare_like(const std::vector<std::string>& args, CompareOptions& o,
       "variants", po::value(&o.variants_csv), "comma-separated variants (default: all, baseline first)")(
       "json", po::value(&o.json_out), "write compare.json-style results to FILE")(
       "report", po::value(&o.report_dir), "write report.md, report.html and plots into DIR")(
-      "quiet,q", po::bool_switch(&o.quiet), "print only the table");
+      "quiet,q", po::bool_switch(&o.quiet), "print only the table")(
+      "metric", po::value(&o.metric), "sensitivity: the metric of the per-parameter table (default: the first)");
   if (with_sensitivity_flag)
     d.add_options()("sensitivity", po::bool_switch(sensitivity),
                     "also re-run each estimated parameter at its bounds and state the range of each difference");
@@ -132,6 +133,11 @@ json sensitivity(const CompareOptions& o, const std::vector<std::string>& varian
   for (const auto& p : probe.registry().provenance())
     if (p.estimate && !p.range_low.is_null()) estimates.push_back(p);
   json out = json::array();
+  // The per-parameter table and tornado are for one metric (the workload's
+  // first, or --metric); the range of the difference is given for every metric.
+  const std::string primary = o.metric.empty() ? nominal.front().results.metrics.front().first : o.metric;
+  if (!nominal.front().results.has(primary))
+    throw config::ConfigError(o.scenario, "--metric", fmt::format("the scenario has no metric '{}'", primary));
   std::map<std::string, std::pair<double, double>> range;  // metric -> (min, max) of the difference
   const auto& base_metrics = nominal.front().results.metrics;
   auto diff_key = [&](const std::string& metric, const std::string& v) { return metric + " (" + v + " vs " + variants.front() + ")"; };
@@ -153,7 +159,8 @@ json sensitivity(const CompareOptions& o, const std::vector<std::string>& varian
     }
     for (std::size_t vi = 0; vi < variants.size(); ++vi)
       for (const auto& [m, nominal_value] : nominal[vi].results.metrics)
-        out.push_back({{"param", e.path}, {"low", bounds[0]}, {"high", bounds[1]}, {"metric", m}, {"variant", variants[vi]},
+        if (m == primary)
+          out.push_back({{"param", e.path}, {"low", bounds[0]}, {"high", bounds[1]}, {"metric", m}, {"variant", variants[vi]},
                        {"value_low", at[0][vi].results.get(m)}, {"value_high", at[1][vi].results.get(m)},
                        {"baseline_value", nominal_value}});
     for (std::size_t vi = 1; vi < variants.size(); ++vi)
@@ -167,7 +174,8 @@ json sensitivity(const CompareOptions& o, const std::vector<std::string>& varian
   }
   if (!o.quiet) std::cerr << "\n";
   diff_range = json::object();
-  for (const auto& [k, r] : range) diff_range[k] = {{"low", r.first}, {"high", r.second}, {"unit", "%"}};
+  for (const auto& [k, r] : range)
+    if (r.first != 0 || r.second != 0) diff_range[k] = {{"low", r.first}, {"high", r.second}, {"unit", "%"}};
   return out;
 }
 
@@ -187,7 +195,7 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
     json range;
     doc["sensitivity"] = sensitivity(o, variants, ov, runs, range);
     doc["difference_range"] = range;
-    if (!o.quiet && !range.empty()) {
+    if (!range.empty()) {
       std::cout << "\nrange of each difference over the estimated parameters' bounds (one at a time)\n";
       for (auto it = range.begin(); it != range.end(); ++it)
         std::cout << fmt::format("  {:<48} {:+.2f}% .. {:+.2f}%\n", it.key(), it.value()["low"].get<double>(),
