@@ -47,18 +47,31 @@ struct PromiseBase {
 
 }  // namespace detail
 
+namespace detail {
+/// The part of a promise that depends on the result type.
+template <class T>
+struct ValuePromise : PromiseBase {
+  std::optional<T> value;
+  template <class U>
+  void return_value(U&& v) {
+    value.emplace(std::forward<U>(v));
+  }
+  T take() { return std::move(*value); }
+};
+template <>
+struct ValuePromise<void> : PromiseBase {
+  void return_void() const noexcept {}
+  void take() const noexcept {}
+};
+}  // namespace detail
+
 /// A coroutine returning T, started when first awaited (or spawned).
 template <class T = void>
 class [[nodiscard]] Task {
  public:
-  struct promise_type : detail::PromiseBase {
-    std::optional<T> value;
+  struct promise_type : detail::ValuePromise<T> {
     Task get_return_object() {
       return Task(std::coroutine_handle<promise_type>::from_promise(*this));
-    }
-    template <class U>
-    void return_value(U&& v) {
-      value.emplace(std::forward<U>(v));
     }
   };
 
@@ -86,49 +99,7 @@ class [[nodiscard]] Task {
   T await_resume() {
     auto& p = handle_.promise();
     if (p.error) std::rethrow_exception(p.error);
-    return std::move(*p.value);
-  }
-
-  std::coroutine_handle<promise_type> handle() const { return handle_; }
-  std::coroutine_handle<promise_type> release() { return std::exchange(handle_, {}); }
-
- private:
-  std::coroutine_handle<promise_type> handle_{};
-};
-
-template <>
-class [[nodiscard]] Task<void> {
- public:
-  struct promise_type : detail::PromiseBase {
-    Task get_return_object() {
-      return Task(std::coroutine_handle<promise_type>::from_promise(*this));
-    }
-    void return_void() const noexcept {}
-  };
-
-  Task() = default;
-  explicit Task(std::coroutine_handle<promise_type> h) : handle_(h) {}
-  Task(Task&& o) noexcept : handle_(std::exchange(o.handle_, {})) {}
-  Task& operator=(Task&& o) noexcept {
-    if (this != &o) {
-      if (handle_) handle_.destroy();
-      handle_ = std::exchange(o.handle_, {});
-    }
-    return *this;
-  }
-  Task(const Task&) = delete;
-  Task& operator=(const Task&) = delete;
-  ~Task() {
-    if (handle_) handle_.destroy();
-  }
-
-  bool await_ready() const noexcept { return false; }
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiter) noexcept {
-    handle_.promise().continuation = awaiter;
-    return handle_;
-  }
-  void await_resume() {
-    if (auto e = handle_.promise().error) std::rethrow_exception(e);
+    return p.take();
   }
 
   std::coroutine_handle<promise_type> handle() const { return handle_; }
