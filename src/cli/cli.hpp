@@ -4,7 +4,9 @@
 #include <string>
 #include <vector>
 
+#include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cohsim/scenario/scenario.hpp"
 
@@ -37,6 +39,11 @@ struct TraceOptions {
 RunOutput run_scenario(const std::string& path, const std::string& variant,
                        const std::vector<scenario::Override>& overrides, std::optional<std::uint64_t> seed,
                        bool progress, const TraceOptions* trace = nullptr);
+/// Parses `args` against `visible` plus one positional argument stored in
+/// `positional`. On --help prints `what` and the options and returns nullopt.
+std::optional<boost::program_options::variables_map> parse_command_line(
+    const std::vector<std::string>& args, const boost::program_options::options_description& visible,
+    std::string& positional, const std::string& what);
 /// Writes `text` to `path` atomically (temporary file, then rename).
 void write_file_atomically(const std::string& path, const std::string& text);
 /// Prints metrics as an aligned table.

@@ -22,6 +22,25 @@ RunOutput finish_run(const std::string& path, const scenario::LoadedScenario& s,
 
 std::string source_dir() { return COHSIM_SOURCE_DIR; }
 
+std::optional<po::variables_map> parse_command_line(const std::vector<std::string>& args,
+                                                    const po::options_description& visible, std::string& positional,
+                                                    const std::string& what) {
+  po::options_description hidden;
+  hidden.add_options()("positional", po::value(&positional));
+  po::options_description all;
+  all.add(visible).add(hidden);
+  po::positional_options_description pos;
+  pos.add("positional", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << what << "\n\n" << visible << "\n";
+    return std::nullopt;
+  }
+  return vm;
+}
+
 namespace {
 /// A progress line on a terminal: simulated time, host rate, time left.
 void install_progress_line(sim::Simulator& sim, std::chrono::steady_clock::time_point wall0) {
@@ -169,19 +188,9 @@ int cmd_run(const std::vector<std::string>& args) {
       "trace", po::value(&trace.file), "write a Chrome trace-event JSON timeline to FILE (open in Perfetto)")(
       "trace-window", po::value(&trace_window), "only trace FROM:TO of simulated time, e.g. 10us:20us");
   add_common(d, common);
-  po::options_description hidden;
-  hidden.add_options()("scenario", po::value(&scenario_path));
-  po::options_description all;
-  all.add(d).add(hidden);
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << "Runs one scenario variant and prints its metrics.\n\n" << d << "\n";
-    return kOk;
-  }
+  auto parsed = parse_command_line(args, d, scenario_path, "Runs one scenario variant and prints its metrics.");
+  if (!parsed) return kOk;
+  po::variables_map& vm = *parsed;
   if (scenario_path.empty()) throw po::error("missing SCENARIO (a file under configs/scenarios/)");
   if (vm.count("seed")) common.seed = vm["seed"].as<std::uint64_t>();
   apply_logging(common);

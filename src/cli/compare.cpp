@@ -37,21 +37,10 @@ bool parse_compare_like(const std::vector<std::string>& args, CompareOptions& o,
   if (with_sensitivity_flag)
     d.add_options()("sensitivity", po::bool_switch(sensitivity),
                     "also re-run each estimated parameter at its bounds and state the range of each difference");
-  po::options_description hidden;
-  hidden.add_options()("scenario", po::value(&o.scenario));
-  po::options_description all;
-  all.add(d).add(hidden);
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << what << "\n\n" << d << "\n";
-    return false;
-  }
+  auto vm = parse_command_line(args, d, o.scenario, what);
+  if (!vm) return false;
   if (o.scenario.empty()) throw po::error("missing SCENARIO");
-  if (vm.count("seed")) o.seed = vm["seed"].as<std::uint64_t>();
+  if (vm->count("seed")) o.seed = (*vm)["seed"].as<std::uint64_t>();
   return true;
 }
 

@@ -137,22 +137,12 @@ int cmd_selftest(const std::vector<std::string>& args) {
       "ops", po::value(&ops), "operations per CPU")("lines", po::value(&nlines), "shared lines (false sharing: 8 words each)")(
       "seed", po::value(&seed), "seed")("platform", po::value(&platform), "platform file")(
       "quiet,q", po::bool_switch(&quiet), "summary only");
-  po::options_description hidden;
-  hidden.add_options()("what", po::value(&what));
-  po::options_description all;
-  all.add(d).add(hidden);
-  po::positional_options_description pos;
-  pos.add("what", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << "Random coherence tester: random loads, stores and atomic increments from N CPUs on a few\n"
-                 "falsely shared lines, with tiny caches to force evictions, under the checker (single writer,\n"
-                 "every read against the coherence order). Exit 1 on a violation or deadlock.\n\n"
-              << d << "\n";
-    return kOk;
-  }
+  auto parsed = parse_command_line(
+      args, d, what,
+      "Random coherence tester: random loads, stores and atomic increments from N CPUs on a few\n"
+      "falsely shared lines, with tiny caches to force evictions, under the checker (single writer,\n"
+      "every read against the coherence order). Exit 1 on a violation or deadlock.");
+  if (!parsed) return kOk;
   if (what != "coherence") throw po::error("usage: cohsim selftest coherence [options]");
   auto doc = scenario::load_platform(platform);
   // Tiny private caches force evictions and their races.

@@ -18,21 +18,10 @@ int cmd_topo(const std::vector<std::string>& args) {
   po::options_description d("cohsim topo PLATFORM [options]");
   d.add_options()("help,h", "this help")("json", po::bool_switch(&as_json), "print JSON")(
       "from", po::value(&from), "CPU A: show the path to --to")("to", po::value(&to), "CPU B");
-  po::options_description hidden;
-  hidden.add_options()("platform", po::value(&platform_path));
-  po::options_description all;
-  all.add(d).add(hidden);
-  po::positional_options_description pos;
-  pos.add("platform", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << "Shows a platform: the tree, hop paths and unloaded latencies, NUMA nodes and every parameter with "
-                 "its source.\n\n"
-              << d << "\n";
-    return kOk;
-  }
+  auto parsed = parse_command_line(args, d, platform_path,
+                                   "Shows a platform: the tree, hop paths and unloaded latencies, NUMA nodes and every "
+                                   "parameter with its source.");
+  if (!parsed) return kOk;
   if (platform_path.empty()) throw po::error("missing PLATFORM (a file under configs/platforms/)");
   config::Registry reg;
   scenario::Machine m(scenario::load_platform(platform_path), 1, reg);
