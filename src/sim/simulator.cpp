@@ -16,9 +16,10 @@ Simulator::Simulator() {
 }
 
 Simulator::~Simulator() {
-  // Destroy frames of processes that never finished (a stopped run).
+  // Destroy every frame still held: finished processes not yet reaped (they
+  // rest at their final suspend point) and those a stopped run left waiting.
   for (auto& p : processes_)
-    if (p->root_ && !p->done_) p->root_.destroy();
+    if (p->root_) p->root_.destroy();
 }
 
 Process& Simulator::spawn(std::string name, Task<void> task, bool daemon) {
