@@ -101,7 +101,7 @@ Task<void> SmmuCmdq::issue_cmdlist(cpu::Cpu& c, const CmdqCommand* cmds, int n, 
   c.local_irq_disable();
   Claim claim = variant_ == CmdqVariant::fetch_add ? co_await claim_fetch_add(c, n, sync)
                                                    : co_await claim_cmpxchg(c, n, sync, variant_ == CmdqVariant::spinlock_fallback);
-  account(s, CmdqPhase::claim, t, sim.now());
+  account(c, s, CmdqPhase::claim, t, sim.now());
   t = sim.now();
   const std::uint32_t prod = claim.prod;
   const std::uint32_t head = prod + static_cast<std::uint32_t>(n + (sync ? 1 : 0));  // unwrapped; wrapped below
@@ -129,14 +129,14 @@ Task<void> SmmuCmdq::issue_cmdlist(cpu::Cpu& c, const CmdqCommand* cmds, int n, 
   co_await c.dmb(Domain::osh, BarrierType::st);  // dma_wmb
   const std::uint32_t end = variant_ == CmdqVariant::fetch_add ? wrapped(head) : inc_prod_n(prod, static_cast<std::uint32_t>(n + (sync ? 1 : 0)));
   co_await poll_set_valid_map(c, variant_ == CmdqVariant::fetch_add ? wrapped(prod) : prod, end, true);
-  account(s, CmdqPhase::write, t, sim.now());
+  account(c, s, CmdqPhase::write, t, sim.now());
   t = sim.now();
 
   // 4. If we are the owner, take control of the SMMU hardware.
   if (claim.owner) {
     ++s.owner_batches;
     co_await owner_publish(c, prod, s);
-    account(s, CmdqPhase::owner, t, sim.now());
+    account(c, s, CmdqPhase::owner, t, sim.now());
     t = sim.now();
   }
 
@@ -146,7 +146,7 @@ Task<void> SmmuCmdq::issue_cmdlist(cpu::Cpu& c, const CmdqCommand* cmds, int n, 
     const std::uint32_t cons_after =
         variant_ == CmdqVariant::fetch_add ? prod + static_cast<std::uint32_t>(n) + 1 : inc_prod_n(sync_prod, 1);
     co_await shared_unlock_after_sync(c, cons_after);
-    account(s, CmdqPhase::sync, t, sim.now());
+    account(c, s, CmdqPhase::sync, t, sim.now());
   }
   co_await c.local_irq_enable();  // local_irq_restore
 }
@@ -215,7 +215,7 @@ Task<void> SmmuCmdq::queue_poll(cpu::Cpu& c, Poll& qp, CmdqCpuStats& s) {
   co_await c.compute(static_cast<Tick>(qp.delay) * kUdelayUnit);
   qp.delay *= 2;
   qp.spin_cnt = 0;
-  account(s, CmdqPhase::backoff, t, c.sim().now());
+  account(c, s, CmdqPhase::backoff, t, c.sim().now());
 }
 
 // __arm_smmu_cmdq_poll_until_msi: smp_cond_load_relaxed(cmd, !VAL ||

@@ -41,6 +41,9 @@ inline constexpr int kCmdqPhases = 5;
 /// owner work (waiting for the previous owner, gathering, PROD), waiting for
 /// the CMD_SYNC, udelay backoff inside queue_poll.
 inline constexpr std::array<const char*, kCmdqPhases> kCmdqPhaseNames = {"claim", "write", "owner", "sync", "backoff"};
+/// The same phases as timeline slices.
+inline constexpr std::array<const char*, kCmdqPhases> kCmdqTraceNames = {
+    "cmdq claim", "cmdq write entries", "cmdq owner: publish PROD", "cmdq wait for CMD_SYNC", "cmdq udelay backoff"};
 
 /// Counters per issuing CPU.
 struct CmdqCpuStats {
@@ -127,8 +130,10 @@ class SmmuCmdq {
   Addr entry_addr(std::uint32_t p) const {
     return smmu_.queue_base() + static_cast<Addr>(q_idx(p)) * devices::kCmdBytes;
   }
-  void account(CmdqCpuStats& s, CmdqPhase p, Tick since, Tick now) {
+  /// Adds a phase's time to the CPU's statistics and, when tracing, a slice.
+  void account(cpu::Cpu& c, CmdqCpuStats& s, CmdqPhase p, Tick since, Tick now) {
     s.phase[static_cast<std::size_t>(p)] += now - since;
+    if (auto* tr = c.sim().tracer()) tr->slice(c.id(), kCmdqTraceNames[static_cast<std::size_t>(p)], "smmu", since, now);
   }
 
   CmdqVariant variant_;
