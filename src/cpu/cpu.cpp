@@ -52,8 +52,9 @@ Task<std::uint64_t> Cpu::load(Addr a, int size, Order o) {
   for (auto it = sb_.rbegin(); it != sb_.rend(); ++it) {
     if (it->addr == a && it->size == size) {
       ++stats_.forwarded_loads;
+      const std::uint64_t v = it->value;  // the drain may pop the entry meanwhile
       co_await sim_.delay(fab_.params().l1.latency);
-      co_return it->value;
+      co_return v;
     }
     if (it->addr < a + static_cast<Addr>(size) && a < it->addr + static_cast<Addr>(it->size)) {
       co_await drain_store_buffer();  // partial overlap: no forwarding
