@@ -79,7 +79,7 @@ TEST_CASE("kunpeng920 CPU pairs fall in the hop class of the level they share", 
   CHECK_FALSE(t.hop_class_exists(HopClass::node_controller));
 }
 
-TEST_CASE("--set reaches nested workload parameters and platform numbers, keeping their source", "[config]") {
+TEST_CASE("a --set override reaches nested workload parameters and platform numbers, keeping their source", "[config]") {
   const std::string scen = source_path("configs/scenarios/c2c-kunpeng920.json");
   auto s = scenario::load_scenario(scen, "", {{"rounds", "5"},
                                              {"warmup", "0"},
