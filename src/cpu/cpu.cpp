@@ -1,6 +1,8 @@
 #include "cohsim/cpu/cpu.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <fmt/format.h>
 
 namespace cohsim::cpu {
@@ -34,11 +36,46 @@ CpuParams::CpuParams(config::Reader r) {
   irq_entry = r.time("irq_entry", Spec{.doc = "exception entry to the first handler instruction", .max = 1e7});
   irq_exit = r.time("irq_exit", Spec{.doc = "exception return", .max = 1e7});
   wfi_wake = r.time("wfi_wake", Spec{.doc = "wake-up from WFI/HLT once an interrupt is pending", .max = 1e8});
+  smt_compute_share = r.number(
+      "smt_compute_share",
+      Spec{.doc = "SMT: each thread's share of a solo core's compute rate while its sibling computes too (1 = no "
+                  "sharing; 0.5 = no gain from SMT)",
+           .def = 1.0, .min = 0.5, .max = 1.0});
 }
+
+// The threads of one core, for sharing compute (machine-wide table per fabric).
+struct Cpu::SmtCore {
+  int computing = 0;           ///< threads of the core inside compute() now
+  std::vector<Cpu*> threads;
+};
+
+namespace {
+std::map<std::pair<const fabric::Fabric*, int>, std::weak_ptr<void>>& smt_cores() {
+  thread_local std::map<std::pair<const fabric::Fabric*, int>, std::weak_ptr<void>> table;
+  return table;
+}
+}  // namespace
 
 Cpu::Cpu(int id, const CpuParams& p, fabric::Fabric& fab, sim::Simulator& sim)
     : id_(id), p_(p), fab_(fab), sim_(sim), arm_(p.arch == "arm64") {
   sim_.spawn(fmt::format("cpu{} store buffer", id_), drain_loop(), /*daemon=*/true);
+  const auto& topo = fab_.interconnect().topology();
+  smt_siblings_ = topo.threads_per_core() > 1;
+  if (p_.smt_compute_share < 1.0 && topo.threads_per_core() > 1) {
+    auto& slot = smt_cores()[{&fab_, topo.cpu(id_).core_global}];
+    smt_core_ = std::static_pointer_cast<SmtCore>(slot.lock());
+    if (!smt_core_) {
+      smt_core_ = std::make_shared<SmtCore>();
+      slot = smt_core_;
+    }
+    smt_core_->threads.push_back(this);
+  }
+}
+
+Cpu::~Cpu() {
+  if (!smt_core_) return;
+  std::erase(smt_core_->threads, this);
+  if (smt_core_->threads.empty()) smt_cores().erase({&fab_, fab_.interconnect().topology().cpu(id_).core_global});
 }
 
 // ---------------------------------------------------------------- loads ---
@@ -64,6 +101,7 @@ Task<std::uint64_t> Cpu::load(Addr a, int size, Order o) {
   const Addr line = fabric::line_of(a);
   Tick lat = co_await fab_.acquire(id_, line, false);
   std::uint64_t v = fab_.read(id_, a, size);
+  last_load_ = {a, size, v};
   co_await sim_.delay(lat);
   co_return v;
 }
@@ -154,9 +192,11 @@ Task<std::uint64_t> Cpu::rmw(Addr a, int size, RmwOp op, std::uint64_t operand, 
     co_await fab_.acquire(id_, line, true);
     std::uint64_t old = fab_.read(id_, a, size);
     std::uint64_t next = fabric::apply_rmw(op, old, operand, compare) & mask;
+    last_load_ = {a, size, old};
     if (op != RmwOp::cas || old == (compare & mask)) {
       fab_.write(id_, a, size, next);
       note_write_done(line);
+      last_load_.value = next;
     }
     co_return old;
   }
@@ -222,26 +262,56 @@ Task<void> Cpu::sfence() { co_await sim_.delay(p_.sfence_cost); }
 
 // --------------------------------------------------------- time, spinning ---
 Task<void> Cpu::compute(Tick d) {
-  Tick end = sim_.now() + d;
-  while (sim_.now() < end) {
-    if (irqs_enabled_ && irq_pending_ && !in_interrupt_) {
-      Tick left = end - sim_.now();
+  Tick work = d;  // still to do, in time on a core of its own
+  if (work > 0) set_computing(true);
+  while (work > 0) {
+    const bool interruptible = irqs_enabled_ && !in_interrupt_;
+    if (interruptible && irq_pending_) {
+      set_computing(false);
       co_await take_interrupt();
-      end = sim_.now() + left;
+      set_computing(true);
       continue;
     }
-    if (!irqs_enabled_ || in_interrupt_) {
-      co_await sim_.delay(end - sim_.now());
+    const double share = compute_share();
+    const Tick start = sim_.now();
+    const Tick wall = share >= 1.0 ? work : static_cast<Tick>(std::ceil(static_cast<double>(work) / share));
+    if (!interruptible && !smt_core_) {
+      co_await sim_.delay(wall);
       break;
     }
-    co_await irq_signal_.wait(sim_, "compute", 0, end);
+    // Woken early by an interrupt or by a sibling starting or ending its compute.
+    co_await compute_signal_.wait(sim_, "compute", 0, start + wall);
+    const Tick elapsed = sim_.now() - start;
+    if (elapsed >= wall) break;
+    const auto done = share >= 1.0 ? elapsed : static_cast<Tick>(std::llround(static_cast<double>(elapsed) * share));
+    work -= std::min(work, done);
   }
+  set_computing(false);
+}
+
+double Cpu::compute_share() const {
+  return smt_core_ && smt_core_->computing > (computing_ ? 1 : 0) ? p_.smt_compute_share : 1.0;
+}
+
+void Cpu::set_computing(bool on) {
+  if (!smt_core_ || computing_ == on) return;
+  computing_ = on;
+  smt_core_->computing += on ? 1 : -1;
+  for (Cpu* sibling : smt_core_->threads)  // their rate changes now
+    if (sibling != this && sibling->computing_) sibling->compute_signal_.notify_all(sim_);
 }
 
 Task<void> Cpu::wait_for_change(Addr a, std::string_view what) {
   Tick start = sim_.now();
   Tick deadline = arm_ && p_.wfe_event_stream > 0 ? sim_.now() + p_.wfe_event_stream : sim::kNever;
-  co_await fab_.wait_for_loss(id_, fabric::line_of(a), deadline, what);
+  // An SMT sibling's write lands in the shared cache without a loss: if it
+  // came after this CPU's last load of the line (during that load's hit
+  // latency), the line has already changed and there is nothing to wait for.
+  const Addr line = fabric::line_of(a);
+  if (smt_siblings_ && fabric::line_of(last_load_.addr) == line && fab_.holds(id_, line, false) &&
+      fab_.read(id_, last_load_.addr, last_load_.size) != last_load_.value)
+    co_return;
+  co_await fab_.wait_for_loss(id_, line, deadline, what);
   if (auto* tr = sim_.tracer()) tr->slice(id_, what, arm_ ? "wfe" : "pause", start, sim_.now());
 }
 
@@ -261,6 +331,7 @@ Task<std::uint64_t> Cpu::spin_until(Addr a, int size, std::function<bool(std::ui
 void Cpu::raise_interrupt() {
   irq_pending_ = true;
   irq_signal_.notify_all(sim_);
+  compute_signal_.notify_all(sim_);
 }
 
 Task<void> Cpu::take_interrupt() {

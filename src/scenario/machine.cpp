@@ -41,6 +41,9 @@ Machine::Machine(const PlatformDoc& platform, std::uint64_t seed, config::Regist
   // Likewise the SMMU's section, read once at load for every run.
   if (root_.has("smmu") || root_.schema_mode())
     smmu_params_.emplace(root_.section("smmu", "SMMUv3: placement, command timing, driver CPU work", /*optional=*/true));
+  // And the HPET's (the x86 clocksources), read once at load for every run.
+  if (root_.has("hpet") || root_.schema_mode())
+    hpet_params_.emplace(root_.section("hpet", "HPET device and TSC read: the clocksources", /*optional=*/true));
   sim_.set_address_describer([this](std::uint64_t a) { return mem_->describe(a); });
 }
 

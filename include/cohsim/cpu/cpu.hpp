@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "cohsim/config/params.hpp"
@@ -48,6 +49,7 @@ struct CpuParams {
   Tick wfe_event_stream = 0;    ///< arm64 event stream period waking WFE (0 = off)
   Tick irq_entry = 0, irq_exit = 0;  ///< exception entry / return
   Tick wfi_wake = 0;            ///< wake-up from WFI / HLT once an interrupt is pending
+  double smt_compute_share = 1;  ///< each thread's share of a solo core while its SMT sibling computes too
   explicit CpuParams(config::Reader r);
   CpuParams() = default;
   /// Picoseconds of `cycles` core cycles.
@@ -64,6 +66,7 @@ struct CpuStats {
 class Cpu {
  public:
   Cpu(int id, const CpuParams& p, fabric::Fabric& fab, sim::Simulator& sim);
+  ~Cpu();
 
   int id() const { return id_; }
   const CpuParams& params() const { return p_; }
@@ -103,7 +106,9 @@ class Cpu {
   Task<void> wait_system_completion();
 
   // -------------------------------------------------------- time, spin ---
-  /// Non-memory work; interrupts are taken in the middle when enabled.
+  /// Non-memory work of `d` on a core of its own; interrupts are taken in the
+  /// middle when enabled. While an SMT sibling computes too, this thread gets
+  /// `smt_compute_share` of the core (a stalled or spinning sibling leaves it whole).
   Task<void> compute(Tick d);
   Task<void> compute_cycles(double n) { return compute(p_.cycles(n)); }
   /// Sleeps until this CPU's copy of the line at `a` is invalidated or
@@ -138,6 +143,9 @@ class Cpu {
   Task<void> drain_loop();
   Task<void> take_interrupt();
   void note_write_done(Addr line);
+  struct SmtCore;
+  double compute_share() const;
+  void set_computing(bool on);
 
   int id_;
   CpuParams p_;
@@ -155,6 +163,11 @@ class Cpu {
   bool irqs_enabled_ = true;
   bool in_interrupt_ = false;
   sim::Signal irq_signal_;
+  sim::Signal compute_signal_;           ///< wakes compute(): an interrupt or a sibling's change
+  std::shared_ptr<SmtCore> smt_core_;    ///< threads of this core (only when SMT shares compute)
+  bool computing_ = false;
+  Pending last_load_{~Addr{0}, 8, 0};  ///< the last load served by the cache (address, size, value)
+  bool smt_siblings_ = false;          ///< this core has other hardware threads
 };
 
 }  // namespace cohsim::cpu

@@ -10,6 +10,7 @@
 
 #include "cohsim/config/params.hpp"
 #include "cohsim/cpu/cpu.hpp"
+#include "cohsim/devices/hpet.hpp"
 #include "cohsim/devices/smmu.hpp"
 #include "cohsim/fabric/fabric.hpp"
 #include "cohsim/fabric/interconnect.hpp"
@@ -55,6 +56,8 @@ class Machine {
   config::Registry& registry() { return registry_; }
   /// The platform's "smmu" section (SMMUv3), nullptr when it has none.
   const devices::SmmuParams* smmu_params() const { return smmu_params_ ? &*smmu_params_ : nullptr; }
+  /// The platform's "hpet" section (HPET and TSC clocksources), nullptr when it has none.
+  const devices::HpetParams* hpet_params() const { return hpet_params_ ? &*hpet_params_ : nullptr; }
   /// The platform's "gic" section (arm64 interrupt controller), nullptr when it has none.
   const irq::GicParams* gic_params() const { return gic_params_ ? &*gic_params_ : nullptr; }
 
@@ -72,6 +75,7 @@ class Machine {
   cpu::CpuParams cpu_params_;
   std::vector<std::unique_ptr<cpu::Cpu>> cpus_;
   std::optional<devices::SmmuParams> smmu_params_;
+  std::optional<devices::HpetParams> hpet_params_;
   std::optional<irq::GicParams> gic_params_;
 };
 

@@ -1,0 +1,216 @@
+#include "models/kernel/timekeeping.hpp"
+
+#include <stdexcept>
+
+namespace cohsim::models::kernel {
+
+using cpu::Order;
+
+const char* clocksource_name(Clocksource c) {
+  switch (c) {
+    case Clocksource::tsc: return "tsc";
+    case Clocksource::hpet: return "hpet";
+    case Clocksource::hpet_shared: return "hpet-shared";
+  }
+  return "?";
+}
+
+Clocksource parse_clocksource(const std::string& name) {
+  if (name == "tsc") return Clocksource::tsc;
+  if (name == "hpet") return Clocksource::hpet;
+  if (name == "hpet-shared") return Clocksource::hpet_shared;
+  throw std::invalid_argument("unknown clocksource '" + name + "' (tsc, hpet, hpet-shared)");
+}
+
+Timekeeping::Timekeeping(scenario::Machine& m, devices::Hpet& hpet, Clocksource cs, WallTimeRead wall_read,
+                         const TimekeepingCosts& costs)
+    : m_(m), hpet_(hpet), cs_(cs), wall_read_(wall_read), costs_(costs) {
+  hz_ = cs == Clocksource::tsc ? m.cpu_params().clock_hz : hpet.params().counter_hz;
+  mask_ = cs == Clocksource::tsc ? ~0ull : 0xffffffffull;  // CLOCKSOURCE_MASK(64) / (32) for hpet
+  auto& mem = m.memory();
+  // Static data of the kernel image: node 0 (kernel/time/timekeeping.c, arch/x86/kernel/hpet.c, vvar page).
+  tk_core_ = mem.alloc(0, TkCoreLayout::bytes, 64, "tk_core");
+  timekeeper_lock_ = mem.alloc(0, 64, 64, "timekeeper_lock");
+  hpet_word_ = mem.alloc(0, 64, 64, "hpet (union hpet_lock)");
+  gtod_ = mem.alloc(0, GtodLayout::bytes, 64, "vsyscall_gtod_data");
+  acct_.resize(static_cast<std::size_t>(m.cpu_count()));
+}
+
+void Timekeeping::set_window(Tick from, Tick to) {
+  window_from_ = from;
+  window_to_ = to;
+}
+
+std::int64_t Timekeeping::cycles_to_ns(std::uint64_t delta) const {
+  return static_cast<std::int64_t>(static_cast<long double>(delta) * 1e9L / static_cast<long double>(hz_));
+}
+
+// rdtsc (vread_tsc / read_tsc) or hpet_readl(HPET_COUNTER) (vread_hpet / read_hpet).
+Task<std::uint64_t> Timekeeping::read_counter(cpu::Cpu& c) {
+  if (cs_ == Clocksource::tsc) {
+    co_await c.sim().delay(hpet_.params().tsc_read);  // one instruction: not interruptible
+    const auto now = static_cast<unsigned __int128>(c.sim().now());
+    co_return static_cast<std::uint64_t>(now * static_cast<unsigned __int128>(hz_) / 1'000'000'000'000ull);
+  }
+  co_return co_await devices::hpet_read_counter(c, hpet_);
+}
+
+// read_hpet with the 2016 patch (Linux 4.7 arch/x86/kernel/hpet.c): one
+// 8-byte word {u32 lock (arch_spinlock_t); u32 value} on its own line.
+// `irq_time` collects the time spent in interrupts taken at local_irq_restore.
+Task<std::uint64_t> Timekeeping::read_hpet_shared(cpu::Cpu& c, Tick& irq_time) {
+  auto restore_irqs = [&](bool was_enabled) -> Task<void> {
+    if (!was_enabled) co_return;
+    const Tick t = c.sim().now();
+    co_await c.local_irq_enable();
+    irq_time += c.sim().now() - t;
+  };
+  // 1. old.lockval = READ_ONCE(hpet.lockval); if locked: contended.
+  const std::uint64_t old = co_await c.load(hpet_word_, 8);
+  if ((old & 0xffffffffull) == 0) {
+    // 2. local_irq_save; arch_spin_trylock (queued_spin_trylock: read, then cmpxchg_acquire 0 -> 1).
+    const bool was_enabled = c.interrupts_enabled();
+    c.local_irq_disable();
+    const std::uint64_t lock = co_await c.load(hpet_word_, 4);
+    if (lock == 0 && co_await c.cmpxchg(hpet_word_, 4, 0, 1, Order::acquire) == 0) {
+      // 3. new.value = hpet_readl(HPET_COUNTER); WRITE_ONCE(hpet.value); arch_spin_unlock.
+      const Tick locked = c.sim().now();
+      const std::uint32_t value = co_await devices::hpet_read_counter(c, hpet_);
+      co_await c.store(hpet_word_ + 4, 4, value);
+      co_await c.store(hpet_word_, 1, 0, Order::release);  // smp_store_release(&lock->locked, 0)
+      if (recording_) shared_reads_.push_back({c.id(), locked, c.sim().now(), value});
+      co_await restore_irqs(was_enabled);
+      co_return value;
+    }
+    co_await restore_irqs(was_enabled);
+  }
+  // 4. Contended: cpu_relax; reload until the value changed or the lock is free.
+  const std::uint64_t seen = co_await c.spin_until(
+      hpet_word_, 8,
+      [old](std::uint64_t v) { return (v >> 32) != (old >> 32) || (v & 0xffffffffull) == 0; }, Order::relaxed,
+      "hpet_lock (read_hpet, contended)");
+  co_return seen >> 32;
+}
+
+Task<std::uint64_t> Timekeeping::read_clocksource(cpu::Cpu& c) {
+  const Tick start = c.sim().now();
+  Tick irq_time = 0;
+  std::uint64_t cycles = cs_ == Clocksource::hpet_shared ? co_await read_hpet_shared(c, irq_time)
+                                                         : co_await read_counter(c);
+  if (start >= window_from_ && start < window_to_) {
+    const Tick spent = c.sim().now() - start - irq_time;
+    auto& a = acct_[static_cast<std::size_t>(c.id())];
+    a.read_fn += spent;
+    ++a.read_fn_calls;
+    read_ns_.push_back(sim::to_ns(spent));
+  }
+  co_return cycles;
+}
+
+// ktime_get (Linux 4.6 kernel/time/timekeeping.c):
+//   do { seq = read_seqcount_begin(&tk_core.seq); base = tk->tkr_mono.base;
+//        nsecs = timekeeping_get_ns(&tk->tkr_mono); } while (read_seqcount_retry(&tk_core.seq, seq));
+Task<std::int64_t> Timekeeping::ktime_get(cpu::Cpu& c) {
+  const Tick start = c.sim().now();
+  Tick retry_time = 0;  // spinning on an odd sequence, and failed passes outside their clock reads
+  std::uint64_t retries = 0;
+  const Addr seq_addr = tk_core_ + TkCoreLayout::seq;
+  for (;;) {
+    // read_seqcount_begin: cpu_relax while the sequence is odd (a writer is active).
+    std::uint64_t seq = co_await c.load(seq_addr, 4);
+    if (seq & 1) {
+      const Tick spin_from = c.sim().now();
+      do {
+        co_await c.wait_for_change(seq_addr, "tk_core.seq (writer active)");
+        seq = co_await c.load(seq_addr, 4);
+      } while (seq & 1);
+      retry_time += c.sim().now() - spin_from;
+    }
+    const Tick pass = c.sim().now();
+    const std::uint64_t base = co_await c.load(tk_core_ + TkCoreLayout::base, 8);
+    const std::uint64_t cycle_last = co_await c.load(tk_core_ + TkCoreLayout::cycle_last, 8);
+    const Tick read_start = c.sim().now();
+    const std::uint64_t cycles = co_await read_clocksource(c);
+    const Tick read_time = c.sim().now() - read_start;
+    // read_seqcount_retry: smp_rmb (a compiler barrier on x86), reload.
+    if (co_await c.load(seq_addr, 4) == seq) {
+      co_await c.sim().delay(costs_.ktime_get_overhead);
+      if (start >= window_from_ && start < window_to_) {
+        auto& a = acct_[static_cast<std::size_t>(c.id())];
+        a.seq_retry += retry_time;
+        ++a.ktime_calls;
+        a.ktime_retries += retries;
+      }
+      co_return static_cast<std::int64_t>(base) + cycles_to_ns((cycles - cycle_last) & mask_);
+    }
+    ++retries;
+    retry_time += c.sim().now() - pass - read_time;
+  }
+}
+
+// update_wall_time (Linux 4.6 kernel/time/timekeeping.c), on the do_timer CPU
+// from its tick: raw_spin_lock_irqsave(&timekeeper_lock); read the clock;
+// write_seqcount_begin(&tk_core.seq); timekeeping_update (update_vsyscall:
+// the vvar page under its own seqcount) and memcpy of the shadow timekeeper
+// into tk_core; write_seqcount_end; raw_spin_unlock_irqrestore.
+Task<void> Timekeeping::update_wall_time(cpu::Cpu& c) {
+  const bool was_enabled = c.interrupts_enabled();
+  c.local_irq_disable();
+  // raw_spin_lock: queued_spin_lock fast path cmpxchg 0 -> 1 (acquire), else spin.
+  while (co_await c.cmpxchg(timekeeper_lock_, 4, 0, 1, Order::acquire) != 0)
+    co_await c.spin_until(timekeeper_lock_, 4, [](std::uint64_t v) { return v == 0; }, Order::relaxed,
+                          "timekeeper_lock");
+  std::uint64_t cycles = 0;
+  if (wall_read_ == WallTimeRead::before_write_side) cycles = co_await read_clocksource(c);
+  const Addr seq_addr = tk_core_ + TkCoreLayout::seq;
+  const std::uint64_t seq = co_await c.load(seq_addr, 4);
+  co_await c.store(seq_addr, 4, seq + 1);  // write_seqcount_begin; smp_wmb is a compiler barrier on x86
+  if (wall_read_ == WallTimeRead::inside_write_side) cycles = co_await read_clocksource(c);
+  const std::uint64_t base = co_await c.load(tk_core_ + TkCoreLayout::base, 8);
+  const std::uint64_t cycle_last = co_await c.load(tk_core_ + TkCoreLayout::cycle_last, 8);
+  const std::uint64_t new_base = base + static_cast<std::uint64_t>(cycles_to_ns((cycles - cycle_last) & mask_));
+  // update_vsyscall: gtod_write_begin, the clock fields, gtod_write_end.
+  const std::uint64_t gseq = co_await c.load(gtod_ + GtodLayout::seq, 4);
+  co_await c.store(gtod_ + GtodLayout::seq, 4, gseq + 1);
+  co_await c.store(gtod_ + GtodLayout::cycle_last, 8, cycles);
+  co_await c.store(gtod_ + GtodLayout::base, 8, new_base);
+  co_await c.store(gtod_ + GtodLayout::seq, 4, gseq + 2);
+  // memcpy(real_tk, tk, sizeof(*tk)): every line of the timekeeper is written.
+  co_await c.store(tk_core_ + TkCoreLayout::cycle_last, 8, cycles);
+  co_await c.store(tk_core_ + TkCoreLayout::base, 8, new_base);
+  for (Addr off = 64; off < TkCoreLayout::bytes; off += 64) co_await c.store(tk_core_ + off, 8, new_base);
+  co_await c.store(seq_addr, 4, seq + 2);  // write_seqcount_end
+  co_await c.store(timekeeper_lock_, 1, 0, Order::release);  // raw_spin_unlock
+  if (c.sim().now() >= window_from_ && c.sim().now() < window_to_) ++acct_[static_cast<std::size_t>(c.id())].wall_time_updates;
+  if (was_enabled) co_await c.local_irq_enable();
+}
+
+// __vdso_clock_gettime(CLOCK_MONOTONIC) (Linux 4.6 vclock_gettime.c do_monotonic):
+//   do { seq = gtod_read_begin(gtod); ns = gtod->monotonic_time_snsec + vgetsns(&mode) ...
+//   } while (unlikely(gtod_read_retry(gtod, seq)));   vgetsns: vread_tsc or vread_hpet.
+Task<std::int64_t> Timekeeping::vdso_clock_gettime(cpu::Cpu& c) {
+  const Tick start = c.sim().now();
+  const Addr seq_addr = gtod_ + GtodLayout::seq;
+  std::int64_t ns = 0;
+  for (;;) {
+    const std::uint64_t seq = co_await c.spin_until(
+        seq_addr, 4, [](std::uint64_t s) { return (s & 1) == 0; }, Order::relaxed, "vsyscall_gtod_data.seq");
+    const std::uint64_t cycle_last = co_await c.load(gtod_ + GtodLayout::cycle_last, 8);
+    const std::uint64_t base = co_await c.load(gtod_ + GtodLayout::base, 8);
+    const std::uint64_t cycles = co_await read_counter(c);
+    if (co_await c.load(seq_addr, 4) == seq) {
+      ns = static_cast<std::int64_t>(base) + cycles_to_ns((cycles - cycle_last) & mask_);
+      break;
+    }
+  }
+  co_await c.sim().delay(costs_.vdso_overhead);
+  if (start >= window_from_ && start < window_to_) {
+    auto& a = acct_[static_cast<std::size_t>(c.id())];
+    a.vdso += c.sim().now() - start;
+    ++a.vdso_calls;
+    vdso_ns_.push_back(sim::to_ns(c.sim().now() - start));
+  }
+  co_return ns;
+}
+
+}  // namespace cohsim::models::kernel

@@ -1,0 +1,267 @@
+// AIM7 "compute"-like load with the clock reads that make the clocksource
+// matter (Linux 4.6-rc1, x86-64, HZ=1000): every CPU runs jobs back to back
+// (1500 users keep all CPUs busy); a job is user and kernel compute with,
+// spread evenly through it, system calls that take kernel timestamps
+// (ktime_get) and vDSO clock_gettime calls. Every CPU also takes its local
+// timer tick, whose hrtimer_interrupt reads the clock, and CPU 0 (the
+// do_timer CPU) updates the timekeeper from its tick. The number of each
+// kind of read per job is not published: they are fitted to the Haswell-EX
+// rows (see docs/hpet.md). jobs_per_min_vs_tsc runs the same machine, seed
+// and job with the tsc clocksource in the same invocation.
+#include <algorithm>
+#include <fmt/format.h>
+#include <memory>
+
+#include "cohsim/devices/hpet.hpp"
+#include "cohsim/sim/random.hpp"
+#include "models/kernel/tick.hpp"
+#include "models/kernel/timekeeping.hpp"
+#include "models/registry.hpp"
+#include "models/workloads/stats.hpp"
+
+namespace cohsim::models {
+namespace {
+
+using config::Spec;
+using kernel::Clocksource;
+using scenario::Machine;
+using scenario::Results;
+using sim::Task;
+using sim::Tick;
+
+struct Aim7Params {
+  Clocksource clocksource = Clocksource::tsc;
+  Tick compute_per_job = 0;
+  int kernel_reads_per_job = 0, vdso_reads_per_job = 0;
+  double hz = 1000;
+  kernel::TickSkew tick_skew = kernel::TickSkew::random;
+  Tick tick_work = 0;
+  int tick_clock_reads = 2;
+  kernel::WallTimeRead wall_read = kernel::WallTimeRead::before_write_side;
+  kernel::TimekeepingCosts costs;
+  Tick warmup = 0, duration = 0;
+  std::vector<int> cpus;
+};
+
+/// What one simulated run of the load gives.
+struct Outcome {
+  double jobs_per_min = 0;
+  double read_fn_pct = 0, vdso_pct = 0, retry_pct = 0;
+  double read_ns_mean = 0, read_ns_p99 = 0, vdso_ns_mean = 0, vdso_ns_p99 = 0;
+  double hpet_reads_per_s = 0, hpet_busy_pct = 0, hpet_wait_ns_mean = 0, hpet_max_queue = 0;
+  double ktime_per_cpu_s = 0, retries_per_ktime = 0, ticks_per_cpu_s = 0, wall_updates_per_s = 0;
+  std::vector<double> jobs_per_cpu;
+};
+
+// One machine running the load with one clocksource.
+class Aim7Run {
+ public:
+  Aim7Run(Machine& m, const devices::HpetParams& hp, const Aim7Params& p, Clocksource cs)
+      : m_(m),
+        p_(p),
+        hpet_(hp, m.sim(), m.interconnect()),
+        tk_(m, hpet_, cs, p.wall_read, p.costs),
+        tick_(m, p.hz, p.tick_skew, p.cpus, [this](cpu::Cpu& c) { return tick_work(c); }) {
+    ops_per_job_ = std::max(1, p.kernel_reads_per_job + p.vdso_reads_per_job);
+    progress_.assign(static_cast<std::size_t>(m.cpu_count()), 0);
+    at_start_ = at_end_ = progress_;
+  }
+
+  Outcome run() {
+    const Tick from = p_.warmup, to = p_.warmup + p_.duration;
+    tk_.set_window(from, to);
+    sim::RandomStream phase(m_.seed(), "aim7.job_phase");
+    for (int cpu : p_.cpus) {
+      const auto first_op = static_cast<int>(phase.below(static_cast<std::uint64_t>(ops_per_job_)));
+      m_.sim().spawn(fmt::format("cpu{} aim7 jobs", cpu), jobs(cpu, first_op, to));
+    }
+    m_.sim().schedule(from, &snapshot, this, 0);
+    m_.sim().schedule(to, &snapshot, this, 1);
+    tick_.start(0);
+    // The ticks never run out of events: a stuck CPU is caught by the progress watchdog.
+    m_.sim().run(sim::RunLimits{.max_time_without_progress = 50 * sim::kMs});
+    tick_.stop();
+    return outcome();
+  }
+
+ private:
+  // A user running jobs: compute slices, each followed by a kernel or vDSO clock read.
+  Task<void> jobs(int cpu, int op, Tick end) {
+    cpu::Cpu& c = m_.cpu(cpu);
+    const int k = p_.kernel_reads_per_job;
+    const Tick slice = p_.compute_per_job / static_cast<Tick>(ops_per_job_);
+    auto& progress = progress_[static_cast<std::size_t>(cpu)];
+    while (c.sim().now() < end) {
+      co_await c.compute(slice);
+      // Bresenham spreading of the k kernel reads among the job's operations.
+      if ((op + 1) * k / ops_per_job_ > op * k / ops_per_job_)
+        co_await tk_.ktime_get(c);  // a system call that takes a timestamp
+      else if (p_.vdso_reads_per_job > 0)
+        co_await tk_.vdso_clock_gettime(c);
+      op = (op + 1) % ops_per_job_;
+      ++progress;
+      c.sim().note_progress();
+    }
+  }
+
+  // hrtimer_interrupt (Linux 4.6 kernel/time/hrtimer.c): the clock is read at
+  // entry (ktime_get_update_offsets_now), tick_sched_timer runs (on the do_timer
+  // CPU tick_do_update_jiffies64 -> do_timer -> update_wall_time; then
+  // update_process_times, scheduler_tick), and read again before reprogramming.
+  Task<void> tick_work(cpu::Cpu& c) {
+    if (p_.tick_clock_reads > 0) co_await tk_.ktime_get(c);
+    if (c.id() == p_.cpus.front()) co_await tk_.update_wall_time(c);
+    co_await c.compute(p_.tick_work);
+    for (int i = 1; i < p_.tick_clock_reads; ++i) co_await tk_.ktime_get(c);
+  }
+
+  static void snapshot(void* self, std::uint64_t which) {
+    auto* r = static_cast<Aim7Run*>(self);
+    (which == 0 ? r->at_start_ : r->at_end_) = r->progress_;
+  }
+
+  Outcome outcome() const {
+    Outcome o;
+    const double seconds = static_cast<double>(p_.duration) * 1e-12;
+    const double cpu_time = static_cast<double>(p_.duration) * static_cast<double>(p_.cpus.size());
+    double jobs = 0;
+    Tick read_fn = 0, vdso = 0, retry = 0;
+    std::uint64_t ktime = 0, retries = 0, ticks = 0, updates = 0;
+    for (int cpu : p_.cpus) {
+      const auto i = static_cast<std::size_t>(cpu);
+      const double done = static_cast<double>(at_end_[i] - at_start_[i]) / ops_per_job_;
+      o.jobs_per_cpu.push_back(done);
+      jobs += done;
+      const auto& a = tk_.accounting(cpu);
+      read_fn += a.read_fn;
+      vdso += a.vdso;
+      retry += a.seq_retry;
+      ktime += a.ktime_calls;
+      retries += a.ktime_retries;
+      updates += a.wall_time_updates;
+      ticks += tick_.handled(cpu);
+    }
+    o.jobs_per_min = jobs / seconds * 60;
+    o.read_fn_pct = 100.0 * static_cast<double>(read_fn) / cpu_time;
+    o.vdso_pct = 100.0 * static_cast<double>(vdso) / cpu_time;
+    o.retry_pct = 100.0 * static_cast<double>(retry) / cpu_time;
+    o.read_ns_mean = mean(tk_.read_latencies_ns());
+    o.read_ns_p99 = percentile(tk_.read_latencies_ns(), 99);
+    o.vdso_ns_mean = mean(tk_.vdso_latencies_ns());
+    o.vdso_ns_p99 = percentile(tk_.vdso_latencies_ns(), 99);
+    const auto& hs = hpet_.stats();
+    const double end_s = static_cast<double>(m_.sim().now()) * 1e-12;
+    o.hpet_reads_per_s = static_cast<double>(hs.reads) / end_s;
+    o.hpet_busy_pct = 100.0 * static_cast<double>(hs.busy) / static_cast<double>(m_.sim().now());
+    o.hpet_wait_ns_mean = hs.reads ? sim::to_ns(hs.queue_wait) / static_cast<double>(hs.reads) : 0;
+    o.hpet_max_queue = static_cast<double>(hs.max_queue);
+    o.ktime_per_cpu_s = static_cast<double>(ktime) / seconds / static_cast<double>(p_.cpus.size());
+    o.retries_per_ktime = ktime ? static_cast<double>(retries) / static_cast<double>(ktime) : 0;
+    o.ticks_per_cpu_s = static_cast<double>(ticks) / end_s / static_cast<double>(p_.cpus.size());
+    o.wall_updates_per_s = static_cast<double>(updates) / seconds;
+    return o;
+  }
+
+  Machine& m_;
+  const Aim7Params& p_;
+  devices::Hpet hpet_;
+  kernel::Timekeeping tk_;
+  kernel::LocalTimerTick tick_;
+  int ops_per_job_ = 1;
+  std::vector<std::uint64_t> progress_, at_start_, at_end_;  ///< operations done, per CPU
+};
+
+class Aim7Compute : public scenario::Workload {
+ public:
+  Aim7Compute(config::Reader p, Machine& m) : m_(m) {
+    p_.clocksource = kernel::parse_clocksource(p.choice(
+        "clocksource", Spec{.doc = "the kernel's clocksource", .def = "tsc", .choices = {"tsc", "hpet", "hpet-shared"}}));
+    p_.compute_per_job = p.time("compute_per_job", Spec{.doc = "user and kernel work of one job besides clock reads, "
+                                                               "on a core of its own",
+                                                        .def = "6.5ms", .min = 1e3, .max = 1e13});
+    p_.kernel_reads_per_job = static_cast<int>(p.integer(
+        "kernel_reads_per_job", Spec{.doc = "ktime_get calls from system calls per job", .def = 0, .min = 0, .max = 1e6}));
+    p_.vdso_reads_per_job = static_cast<int>(p.integer(
+        "vdso_reads_per_job", Spec{.doc = "vDSO clock_gettime calls per job", .def = 0, .min = 0, .max = 1e6}));
+    p_.hz = static_cast<double>(p.integer("hz", Spec{.doc = "CONFIG_HZ: local timer ticks per second", .def = 1000, .min = 1, .max = 10000}));
+    p_.tick_skew = kernel::parse_tick_skew(p.choice(
+        "tick_skew", Spec{.doc = "per-CPU tick phase: random (source tick.skew), spread evenly, or none",
+                          .def = "random", .choices = {"random", "spread", "none"}}));
+    p_.tick_work = p.time("tick_work", Spec{.doc = "tick handler work besides its clock reads (scheduler_tick, "
+                                                   "run_local_timers, accounting)",
+                                            .def = "1us", .max = 1e9});
+    p_.tick_clock_reads = static_cast<int>(p.integer(
+        "tick_clock_reads", Spec{.doc = "ktime_get calls per tick (hrtimer_interrupt: at entry and before reprogramming)",
+                                 .def = 2, .min = 0, .max = 100}));
+    const std::string wall = p.choice(
+        "wall_time_read", Spec{.doc = "update_wall_time reads the clock before the tk_core.seq write side (Linux 4.6) "
+                                      "or inside it (as the reference describes)",
+                               .def = "before_write_side", .choices = {"before_write_side", "inside_write_side"}});
+    p_.wall_read = wall == "inside_write_side" ? kernel::WallTimeRead::inside_write_side
+                                               : kernel::WallTimeRead::before_write_side;
+    p_.costs.ktime_get_overhead = p.time("ktime_get_overhead", Spec{.doc = "ktime_get besides its loads and the read",
+                                                                    .def = "15ns", .max = 1e7});
+    p_.costs.vdso_overhead = p.time("vdso_overhead", Spec{.doc = "vDSO clock_gettime besides its loads and the read",
+                                                          .def = "40ns", .max = 1e7});
+    p_.warmup = p.time("warmup", Spec{.doc = "simulated time before measuring", .def = "10ms", .max = 1e13});
+    p_.duration = p.time("duration", Spec{.doc = "measured simulated time", .def = "50ms", .min = 1e6, .max = 1e14});
+    p_.cpus = p.cpu_list("cpus", Spec{.doc = "CPUs running jobs (the first one is the do_timer CPU)",
+                                      .def = m.cpu_count()},
+                         m.cpu_count());
+    if (p.schema_mode()) return;
+    if (p_.cpus.empty()) p.fail("cpus", "needs at least one CPU");
+    if (m.hpet_params() == nullptr)
+      throw config::ConfigError(m.platform().file, "platform.hpet", "aim7-compute needs the platform's \"hpet\" section");
+    hpet_ = *m.hpet_params();
+  }
+
+  Results run() override {
+    Results r;
+    Outcome o = Aim7Run(m_, hpet_, p_, p_.clocksource).run();
+    double tsc_jobs = o.jobs_per_min;
+    if (p_.clocksource != Clocksource::tsc) {
+      // The same machine, seed and job with the tsc clocksource.
+      config::Registry registry;
+      Machine tsc_machine(m_.platform(), m_.seed(), registry);
+      tsc_jobs = Aim7Run(tsc_machine, *tsc_machine.hpet_params(), p_, Clocksource::tsc).run().jobs_per_min;
+    }
+    r.add("jobs_per_min", o.jobs_per_min);
+    r.add("jobs_per_min_vs_tsc", tsc_jobs > 0 ? o.jobs_per_min / tsc_jobs : 0);
+    r.add("jobs_per_min_tsc", tsc_jobs);
+    r.add("clock_read_cpu_pct", o.read_fn_pct);
+    r.add("vdso_read_cpu_pct", o.vdso_pct);
+    r.add("seqcount_retry_cpu_pct", o.retry_pct);
+    r.add("clock_read_ns_mean", o.read_ns_mean);
+    r.add("clock_read_ns_p99", o.read_ns_p99);
+    r.add("vdso_read_ns_mean", o.vdso_ns_mean);
+    r.add("vdso_read_ns_p99", o.vdso_ns_p99);
+    r.add("hpet_reads_per_s", o.hpet_reads_per_s);
+    r.add("hpet_busy_pct", o.hpet_busy_pct);
+    r.add("hpet_queue_wait_ns_mean", o.hpet_wait_ns_mean);
+    r.add("hpet_max_queue", o.hpet_max_queue);
+    r.add("ktime_get_per_cpu_per_s", o.ktime_per_cpu_s);
+    r.add("ktime_get_retries_per_call", o.retries_per_ktime);
+    r.add("ticks_per_cpu_per_s", o.ticks_per_cpu_s);
+    r.add("wall_time_updates_per_s", o.wall_updates_per_s);
+    r.add("jobs_per_cpu_min", o.jobs_per_cpu.empty() ? 0 : *std::min_element(o.jobs_per_cpu.begin(), o.jobs_per_cpu.end()));
+    r.add("jobs_per_cpu_median", median(o.jobs_per_cpu));
+    r.add("jobs_per_cpu_max", o.jobs_per_cpu.empty() ? 0 : *std::max_element(o.jobs_per_cpu.begin(), o.jobs_per_cpu.end()));
+    scenario::add_contention_report(r, m_);
+    return r;
+  }
+
+ private:
+  Machine& m_;
+  Aim7Params p_;
+  devices::HpetParams hpet_;
+};
+
+}  // namespace
+
+void register_aim7(WorkloadTable& t) {
+  t.add("aim7-compute",
+        "AIM7 compute-like jobs with kernel (ktime_get) and vDSO clock reads and the HZ tick, per clocksource",
+        [](config::Reader p, Machine& m) { return std::make_unique<Aim7Compute>(p, m); });
+}
+
+}  // namespace cohsim::models
