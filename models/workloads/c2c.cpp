@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "models/registry.hpp"
+#include "models/workloads/run_limits.hpp"
 #include "models/workloads/stats.hpp"
 
 namespace cohsim::models {
@@ -74,7 +75,7 @@ class C2c : public scenario::Workload {
     const int n = warmup_ + rounds_ + 1;
     m_.sim().spawn(fmt::format("cpu{} ping", a), player(a, flag, kPing, kPong, n, &stamps));
     m_.sim().spawn(fmt::format("cpu{} pong", b), player(b, flag, kPong, kPing, n, nullptr));
-    m_.sim().run();
+    m_.sim().run(kWorkloadLimits);
     std::vector<double> trips;
     for (std::size_t i = static_cast<std::size_t>(warmup_) + 1; i < stamps.size(); ++i)
       trips.push_back(sim::to_ns(stamps[i] - stamps[i - 1]) / 2);

@@ -9,6 +9,7 @@
 #include "cohsim/devices/smmu.hpp"
 #include "models/kernel/smmu_cmdq.hpp"
 #include "models/registry.hpp"
+#include "models/workloads/run_limits.hpp"
 #include "models/workloads/stats.hpp"
 
 namespace cohsim::models {
@@ -69,9 +70,9 @@ class DmaMapBench : public scenario::Workload {
       sim.spawn(fmt::format("cpu{} dma-map-bench", cpus_[i]), thread(i, start_rng.below(start_jitter_ + 1)));
     // Phase counters count only inside the window: snapshot at its start.
     std::vector<CmdqCpuStats> at_start;
-    sim.run(sim::RunLimits{.until = window_start_});
+    sim.run(sim::RunLimits{.until = window_start_, .max_time_without_progress = kWorkloadLimits.max_time_without_progress});
     for (int c : cpus_) at_start.push_back(cmdq_->stats(c));
-    sim.run();
+    sim.run(kWorkloadLimits);
     return report(at_start);
   }
 

@@ -7,6 +7,7 @@
 
 #include "cohsim/sim/random.hpp"
 #include "models/registry.hpp"
+#include "models/workloads/run_limits.hpp"
 
 namespace cohsim::models {
 namespace {
@@ -49,7 +50,7 @@ class MemLatency : public scenario::Workload {
       }
     };
     m_.sim().spawn(fmt::format("cpu{} chase", cpu_), chase());
-    m_.sim().run();
+    m_.sim().run(kWorkloadLimits);
     Results r;
     r.add("load_ns", total_ns / loads_);
     r.add("llc_hits", static_cast<double>(m_.fabric().stats().llc_hits));

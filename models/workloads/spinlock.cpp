@@ -20,6 +20,7 @@
 
 #include "cohsim/sim/random.hpp"
 #include "models/registry.hpp"
+#include "models/workloads/run_limits.hpp"
 
 namespace cohsim::models {
 namespace {
@@ -69,7 +70,7 @@ class Spinlock : public scenario::Workload {
 
   Results run() override {
     for (int c : cpus_) m_.sim().spawn(fmt::format("cpu{} spinlock thread", c), thread(c));
-    m_.sim().run();
+    m_.sim().run(kWorkloadLimits);
     Results r;
     r.add("total_ms", sim::to_ns(end_) / 1e6);
     r.add("ns_per_section", sim::to_ns(end_) / static_cast<double>(sections_));
