@@ -12,6 +12,7 @@ const std::map<std::string, WorkloadInfo>& workloads() {
     models::register_dma_map_bench(reg);
     models::register_spinlock(reg);
     models::register_ipi_bench(reg);
+    models::register_ipi_latency(reg);
     return t;
   }();
   return table;

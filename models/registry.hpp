@@ -21,5 +21,6 @@ void register_aim7(WorkloadTable& t);
 void register_dma_map_bench(WorkloadTable& t);
 void register_spinlock(WorkloadTable& t);
 void register_ipi_bench(WorkloadTable& t);
+void register_ipi_latency(WorkloadTable& t);
 
 }  // namespace cohsim::models

@@ -46,13 +46,32 @@ Task<Addr> llist_reverse_order(cpu::Cpu& c, Addr head) {
 
 // ----------------------------------------------------------- SmpCall ---
 SmpCall::SmpCall(scenario::Machine& m, irq::Gicv3& gic, IpiBarrier barrier, SmpCallCosts costs)
-    : m_(m), gic_(gic), barrier_(barrier), costs_(costs) {
+    : SmpCall(m, static_cast<irq::IpiController&>(gic), costs) {
+  gic.set_send_barrier(barrier);
+}
+
+SmpCall::SmpCall(scenario::Machine& m, irq::IpiController& ipi, SmpCallCosts costs, IdleMode idle)
+    : m_(m), ipi_(ipi), costs_(costs), x86_(!m.cpu(0).is_arm()), idle_(idle),
+      call_vector_(x86_ ? kCallFunctionSingleVector : kIpiCallFunc) {
   // DEFINE_PER_CPU_SHARED_ALIGNED(struct llist_head, call_single_queue):
   // per-CPU data on the CPU's node, on its own line.
   for (int c = 0; c < m.cpu_count(); ++c)
     queues_.push_back(m.memory().alloc(m.topology().node_of_cpu(c), fabric::kLineBytes, fabric::kLineBytes,
                                        fmt::format("call_single_queue[{}]", c)));
-  gic_.set_sgi_handler(kIpiCallFunc, [this](cpu::Cpu& c) { return flush_smp_call_function_queue(c); });
+  if (x86_) {
+    // fork_idle(cpu) at boot: the idle task_struct (thread_info at its start,
+    // THREAD_INFO_IN_TASK) on cpu_to_node(cpu); the runqueue is per-CPU data
+    // on the CPU's node, its `idle` pointer read-mostly.
+    for (int c = 0; c < m.cpu_count(); ++c) {
+      const int node = m.topology().node_of_cpu(c);
+      idle_flags_.push_back(m.memory().alloc(node, fabric::kLineBytes, fabric::kLineBytes,
+                                             fmt::format("idle task[{}].thread_info.flags", c)));
+      rq_idle_.push_back(m.memory().alloc(node, fabric::kLineBytes, fabric::kLineBytes,
+                                          fmt::format("runqueues[{}].idle", c)));
+      m.fabric().poke(rq_idle_.back(), 8, idle_flags_.back());
+    }
+  }
+  ipi_.set_ipi_handler(call_vector_, [this](cpu::Cpu& c) { return flush_smp_call_function_queue(c); });
 }
 
 Addr SmpCall::register_function(std::function<Task<void>(cpu::Cpu&, std::uint64_t)> fn) {
@@ -104,15 +123,45 @@ Task<void> SmpCall::generic_exec_single(cpu::Cpu& c, int target, Addr csd) {
     if (were_enabled) co_await c.local_irq_enable();
     co_return;
   }
-  // __smp_call_single_queue: the IPI only when the queue was empty;
-  // send_call_function_single_ipi -> (no polling idle on arm64)
-  // arch_send_call_function_single_ipi -> smp_cross_call(IPI_CALL_FUNC).
+  // __smp_call_single_queue: the IPI only when the queue was empty.
   if (co_await llist_add(c, csd + CsdLayout::next, call_single_queue(target))) {
-    ++ipis_sent_;
-    const std::vector<int> mask(1, target);  // cpumask_of(cpu)
-    co_await gic_ipi_send_mask(c, mask, kIpiCallFunc);
+    co_await send_call_function_single_ipi(c, target);
   } else {
     ++queued_without_ipi_;
+  }
+}
+
+Task<void> SmpCall::send_call_function_single_ipi(cpu::Cpu& c, int target) {
+  // v5.17 kernel/sched/core.c: if (!set_nr_if_polling(rq->idle))
+  // arch_send_call_function_single_ipi(cpu). arm64 has no
+  // TIF_POLLING_NRFLAG (set_nr_if_polling is "return false"):
+  // smp_cross_call(IPI_CALL_FUNC) -> gic_ipi_send_mask. x86:
+  // native_send_call_func_single_ipi -> apic->send_IPI(cpu, CALL_FUNCTION_SINGLE_VECTOR).
+  if (x86_ && co_await set_nr_if_polling(c, target)) {
+    ++woken_without_ipi_;
+    co_return;
+  }
+  ++ipis_sent_;
+  const std::vector<int> mask(1, target);  // cpumask_of(cpu)
+  co_await ipi_.send_ipi(c, mask, call_vector_);
+}
+
+Task<bool> SmpCall::set_nr_if_polling(cpu::Cpu& c, int target) {
+  // v5.17 kernel/sched/core.c set_nr_if_polling(rq->idle):
+  //   val = READ_ONCE(ti->flags);
+  //   for (;;) { if (!(val & _TIF_POLLING_NRFLAG)) return false;
+  //              if (val & _TIF_NEED_RESCHED) return true;
+  //              old = cmpxchg(&ti->flags, val, val | _TIF_NEED_RESCHED);
+  //              if (old == val) break; val = old; }
+  //   return true;
+  const Addr flags = co_await c.load(rq_idle_.at(static_cast<std::size_t>(target)), 8);
+  std::uint64_t val = co_await c.load(flags, 8);
+  for (;;) {
+    if (!(val & kTifPollingNrflag)) co_return false;
+    if (val & kTifNeedResched) co_return true;
+    const std::uint64_t old = co_await c.cmpxchg(flags, 8, val, val | kTifNeedResched, Order::full);
+    if (old == val) co_return true;
+    val = old;
   }
 }
 
@@ -124,14 +173,10 @@ Task<void> SmpCall::csd_lock_wait(cpu::Cpu& c, Addr csd) {
 }
 
 Task<void> SmpCall::gic_ipi_send_mask(cpu::Cpu& c, const std::vector<int>& targets, int intid) {
-  // v5.17 drivers/irqchip/irq-gic-v3.c: "Ensure that stores to Normal memory
-  // are visible to the other CPUs before issuing the IPI": wmb() (= dsb(st))
-  // in the stock kernel, dsb(ishst) in the patched one. Then one
-  // ICC_SGI1R_EL1 write per cluster (gic_compute_target_list), and isb().
-  if (barrier_ == IpiBarrier::wmb) co_await c.dsb(cpu::Domain::sy, cpu::BarrierType::st);
-  else co_await c.dsb(cpu::Domain::ish, cpu::BarrierType::st);
-  for (const irq::Sgi1rWrite& w : gic_.target_lists(targets, intid)) co_await gic_.write_sgi1r(c, w);
-  co_await c.isb();
+  // arm64 smp_cross_call -> __ipi_send_mask -> the GICv3 driver's
+  // gic_ipi_send_mask (irq::Gicv3::send_ipi: barrier, SGI1R writes, isb).
+  if (x86_) throw sim::SimError("gic_ipi_send_mask on x86");
+  co_await ipi_.send_ipi(c, targets, intid);
 }
 
 Task<void> SmpCall::flush_smp_call_function_queue(cpu::Cpu& c) {
@@ -175,8 +220,107 @@ Task<void> SmpCall::idle_loop(cpu::Cpu& c) {
   for (;;) co_await c.wfi();
 }
 
+Task<void> SmpCall::x86_halt_idle(cpu::Cpu& c) {
+  // v5.17 do_idle with no cpuidle driver (or idle=halt): __current_set_polling();
+  // while (!need_resched()) { local_irq_disable(); default_idle_call():
+  //   if (current_clr_polling_and_test()) local_irq_enable();
+  //   else arch_cpu_idle() = sti; hlt (the IPI wakes it, C1 exit, handler);
+  //   exit_idle: __current_set_polling(); }
+  // set_bit/clear_bit are LOCK OR/AND on the flags line.
+  const Addr flags = idle_thread_flags(c.id());
+  for (;;) {
+    co_await c.rmw(flags, 8, fabric::RmwOp::bit_or, kTifPollingNrflag);
+    while (!(co_await c.load(flags, 8) & kTifNeedResched)) {
+      c.local_irq_disable();
+      const std::uint64_t before = co_await c.rmw(flags, 8, fabric::RmwOp::andnot, kTifPollingNrflag);
+      // safe_halt = sti; hlt: an interrupt already pending is taken at the
+      // sti and the hlt does not stop the core; otherwise HLT until one comes.
+      const bool pending = c.interrupt_pending();
+      co_await c.local_irq_enable();
+      if (!(before & kTifNeedResched) && !pending) co_await c.wfi();
+      co_await c.rmw(flags, 8, fabric::RmwOp::bit_or, kTifPollingNrflag);
+    }
+    // A sender saw TIF_POLLING_NRFLAG in the window around the HLT and set
+    // TIF_NEED_RESCHED instead of an IPI: the do_idle exit path runs the queue.
+    co_await c.compute(costs_.idle_exit);
+    co_await c.rmw(flags, 8, fabric::RmwOp::andnot, kTifPollingNrflag);
+    co_await flush_from_idle(c);
+    co_await c.rmw(flags, 8, fabric::RmwOp::andnot, kTifNeedResched);
+    co_await c.compute(costs_.schedule_idle);
+  }
+}
+
+Task<void> SmpCall::x86_poll_idle(cpu::Cpu& c) {
+  // v5.17 do_idle with intel_idle: __current_set_polling();
+  // while (!need_resched()) { local_irq_disable(); cpuidle_idle_call ->
+  //   intel_idle -> mwait_idle_with_hints: if (!current_set_polling_and_test())
+  //   { __monitor(&flags); if (!need_resched()) __mwait(); } current_clr_polling();
+  //   exit_idle: __current_set_polling(); local_irq_enable(); }
+  // __current_clr_polling(); smp_mb__after_atomic();
+  // flush_smp_call_function_from_idle(); schedule_idle().
+  // MWAIT is a wait for this CPU's copy of the flags line to be invalidated
+  // (the sender's cmpxchg), then the C1 exit (cpu.wfi_wake, the same C-state
+  // exit as HLT). An interrupt pending before MWAIT makes it return at once;
+  // one raised during MWAIT is taken after the monitored write wakes it (the
+  // kernel sends none to a polling CPU).
+  const Addr flags = idle_thread_flags(c.id());
+  for (;;) {
+    co_await c.rmw(flags, 8, fabric::RmwOp::bit_or, kTifPollingNrflag);
+    while (!(co_await c.load(flags, 8) & kTifNeedResched)) {
+      c.local_irq_disable();
+      const std::uint64_t before = co_await c.rmw(flags, 8, fabric::RmwOp::bit_or, kTifPollingNrflag);
+      if (!(before & kTifNeedResched)) {
+        if (!(co_await c.load(flags, 8) & kTifNeedResched) && !c.interrupt_pending()) {
+          co_await c.wait_for_change(flags, "mwait: thread_info flags (TIF_POLLING_NRFLAG)");
+          co_await m_.sim().delay(c.params().wfi_wake);
+        }
+      }
+      co_await c.rmw(flags, 8, fabric::RmwOp::andnot, kTifPollingNrflag);
+      co_await c.rmw(flags, 8, fabric::RmwOp::bit_or, kTifPollingNrflag);
+      co_await c.local_irq_enable();
+    }
+    co_await c.compute(costs_.idle_exit);
+    co_await c.rmw(flags, 8, fabric::RmwOp::andnot, kTifPollingNrflag);
+    co_await flush_from_idle(c);
+    // schedule_idle -> __schedule: clear_tsk_need_resched, pick the idle task again.
+    co_await c.rmw(flags, 8, fabric::RmwOp::andnot, kTifNeedResched);
+    co_await c.compute(costs_.schedule_idle);
+  }
+}
+
+Task<void> SmpCall::flush_from_idle(cpu::Cpu& c) {
+  // v5.17 kernel/smp.c flush_smp_call_function_from_idle: if
+  // (llist_empty(this_cpu_ptr(&call_single_queue))) return;
+  // local_irq_save(); flush_smp_call_function_queue(true); local_irq_restore().
+  if (co_await c.load(call_single_queue(c.id()), 8) == 0) co_return;
+  const bool were_enabled = c.interrupts_enabled();
+  c.local_irq_disable();
+  co_await flush_smp_call_function_queue(c);
+  if (were_enabled) co_await c.local_irq_enable();
+}
+
+Task<void> SmpCall::busy_loop(cpu::Cpu& c) {
+  // A CPU running a task: it computes, and interrupts are taken in the middle.
+  for (;;) co_await c.compute(100 * sim::kUs);
+}
+
 void SmpCall::start_idle(int cpu) {
-  m_.sim().spawn(fmt::format("cpu{} idle (wfi)", cpu), idle_loop(m_.cpu(cpu)), /*daemon=*/true);
+  if (!x86_ && idle_ == IdleMode::halt) {
+    m_.sim().spawn(fmt::format("cpu{} idle (wfi)", cpu), idle_loop(m_.cpu(cpu)), /*daemon=*/true);
+    return;
+  }
+  switch (idle_) {
+    case IdleMode::busy:
+      m_.sim().spawn(fmt::format("cpu{} busy", cpu), busy_loop(m_.cpu(cpu)), true);
+      break;
+    case IdleMode::halt:
+      m_.sim().spawn(fmt::format("cpu{} idle (hlt)", cpu), x86_halt_idle(m_.cpu(cpu)), true);
+      break;
+    case IdleMode::poll:
+      if (!x86_) throw sim::SimError("polling idle (TIF_POLLING_NRFLAG) is x86 only; arm64 idles in WFI");
+      m_.sim().spawn(fmt::format("cpu{} idle (mwait)", cpu), x86_poll_idle(m_.cpu(cpu)), true);
+      break;
+  }
 }
 
 }  // namespace cohsim::models::kernel

@@ -1,4 +1,4 @@
-// Cross-CPU function calls as Linux v5.17 does them on arm64:
+// Cross-CPU function calls as Linux v5.17 does them on arm64 and x86:
 //   kernel/smp.c            smp_call_function_single, generic_exec_single,
 //                           __smp_call_single_queue, csd_lock_wait, csd_unlock,
 //                           __flush_smp_call_function_queue (the IPI handler)
@@ -6,6 +6,12 @@
 //                           llist_reverse_order
 //   arch/arm64/kernel/smp.c smp_cross_call(IPI_CALL_FUNC), do_handle_IPI
 //   drivers/irqchip/irq-gic-v3.c  gic_ipi_send_mask (the barrier variant)
+//   kernel/sched/core.c     send_call_function_single_ipi, set_nr_if_polling (x86)
+//   kernel/sched/idle.c     do_idle, default_idle_call (x86 idle loops)
+//   arch/x86/kernel/smp.c   native_send_call_func_single_ipi, sysvec_call_function_single
+//   arch/x86/include/asm/mwait.h  mwait_idle_with_hints (intel_idle)
+// The interrupt controller is an irq::IpiController: the GICv3 on arm64,
+// the local APIC on x86.
 // Every shared access goes through the Cpu, so its cost comes from where the
 // line lives and who held it last. Values are real: the queue head holds the
 // address of the csd, the csd holds flags/func/info.
@@ -17,6 +23,7 @@
 
 #include "cohsim/cpu/cpu.hpp"
 #include "cohsim/irq/gicv3.hpp"
+#include "cohsim/irq/ipi_controller.hpp"
 #include "cohsim/scenario/machine.hpp"
 
 namespace cohsim::models::kernel {
@@ -37,17 +44,27 @@ struct CsdLayout {
 inline constexpr std::uint64_t kCsdFlagLock = 0x01, kCsdTypeSync = 0x10;
 /// arm64 IPI_CALL_FUNC: SGI 1 (v5.17 arch/arm64/kernel/smp.c enum ipi_msg_type).
 inline constexpr int kIpiCallFunc = 1;
+/// x86 CALL_FUNCTION_SINGLE_VECTOR (v5.17 arch/x86/include/asm/irq_vectors.h).
+inline constexpr int kCallFunctionSingleVector = 0xfb;
+/// x86 thread_info flags (v5.17 arch/x86/include/asm/thread_info.h).
+inline constexpr std::uint64_t kTifNeedResched = 1ull << 3, kTifPollingNrflag = 1ull << 21;
 
 /// The barrier at the head of gic_ipi_send_mask.
-enum class IpiBarrier {
-  wmb,        ///< stock v5.17: wmb() = dsb(st), full-system completion of earlier stores
-  dsb_ishst,  ///< patched: dsb(ishst), inner-shareable completion only
+using IpiBarrier = irq::GicSendBarrier;
+
+/// What an idle target CPU does (x86; arm64 idles in WFI).
+enum class IdleMode {
+  halt,  ///< default_idle_call: clear TIF_POLLING_NRFLAG, HLT; woken by the IPI (C1 exit)
+  poll,  ///< intel_idle: MWAIT on the thread_info flags with TIF_POLLING_NRFLAG set; no IPI
+  busy,  ///< not idle: the CPU computes and the IPI interrupts it
 };
 
 /// Kernel instruction costs outside the modelled memory accesses and barriers.
 struct SmpCallCosts {
-  Tick call_path = 0;  ///< smp_call_function_single .. smp_cross_call, preempt and cpumask handling
-  Tick func_call = 0;  ///< an indirect call to an empty function and its return
+  Tick call_path = 0;     ///< smp_call_function_single .. smp_cross_call, preempt and cpumask handling
+  Tick func_call = 0;     ///< an indirect call to an empty function and its return
+  Tick idle_exit = 0;     ///< x86 poll: do_idle from the MWAIT wake-up to the queue flush, outside its accesses
+  Tick schedule_idle = 0; ///< x86 poll: schedule_idle() picking the idle task again
 };
 
 /// llist_add(node, head): load first; store node->next = first; cmpxchg
@@ -64,18 +81,28 @@ Task<Addr> llist_reverse_order(cpu::Cpu& c, Addr first);
 class SmpCall {
  public:
   /// Allocates every CPU's call_single_queue on its own node and line, and
-  /// registers the IPI_CALL_FUNC handler with the GIC.
+  /// registers the IPI_CALL_FUNC handler with the GIC (arm64).
   SmpCall(scenario::Machine& m, irq::Gicv3& gic, IpiBarrier barrier, SmpCallCosts costs);
+  /// The same on any architecture: the call-function vector's handler is
+  /// registered with `ipi`; on x86 also every CPU's idle task thread_info and
+  /// runqueue line, and idle CPUs behave as `idle` says.
+  SmpCall(scenario::Machine& m, irq::IpiController& ipi, SmpCallCosts costs, IdleMode idle = IdleMode::halt);
 
   /// Registers a function a csd can name; returns its (fake kernel text) address.
   Addr register_function(std::function<Task<void>(cpu::Cpu&, std::uint64_t info)> fn);
   /// smp_call_function_single(target, func, info, wait) with the csd at `csd`
   /// (on the caller's stack). Returns 0.
   Task<int> smp_call_function_single(cpu::Cpu& c, int target, Addr func, std::uint64_t info, bool wait, Addr csd);
-  /// gic_ipi_send_mask(IPI_CALL_FUNC, targets): barrier, one ICC_SGI1R write per cluster, isb.
+  /// arm64 smp_cross_call -> gic_ipi_send_mask: barrier, one ICC_SGI1R write per cluster, isb.
   Task<void> gic_ipi_send_mask(cpu::Cpu& c, const std::vector<int>& targets, int intid);
-  /// The idle loop of `cpu` (do_idle -> cpu_do_idle: wfi), spawned as a daemon.
+  /// The idle loop of `cpu`, spawned as a daemon: arm64 do_idle -> cpu_do_idle
+  /// (wfi); x86 as the IdleMode says.
   void start_idle(int cpu);
+
+  /// x86: the thread_info flags word of `cpu`'s idle task (0 on arm64).
+  Addr idle_thread_flags(int cpu) const { return idle_flags_.empty() ? 0 : idle_flags_.at(static_cast<std::size_t>(cpu)); }
+  /// x86: calls that found the target polling, so set TIF_NEED_RESCHED instead of an IPI.
+  std::uint64_t woken_without_ipi() const { return woken_without_ipi_; }
 
   /// The call_single_queue head of `cpu`.
   Addr call_single_queue(int cpu) const { return queues_.at(static_cast<std::size_t>(cpu)); }
@@ -93,14 +120,26 @@ class SmpCall {
   /// __flush_smp_call_function_queue(true): the IPI_CALL_FUNC handler.
   Task<void> flush_smp_call_function_queue(cpu::Cpu& c);
   Task<void> idle_loop(cpu::Cpu& c);
+  /// send_call_function_single_ipi: set_nr_if_polling on x86, else the IPI.
+  Task<void> send_call_function_single_ipi(cpu::Cpu& c, int target);
+  Task<bool> set_nr_if_polling(cpu::Cpu& c, int target);
+  Task<void> x86_halt_idle(cpu::Cpu& c);
+  Task<void> x86_poll_idle(cpu::Cpu& c);
+  Task<void> busy_loop(cpu::Cpu& c);
+  /// flush_smp_call_function_from_idle (v5.17): the queue, run from do_idle.
+  Task<void> flush_from_idle(cpu::Cpu& c);
 
   scenario::Machine& m_;
-  irq::Gicv3& gic_;
-  IpiBarrier barrier_;
+  irq::IpiController& ipi_;
   SmpCallCosts costs_;
+  bool x86_;
+  IdleMode idle_;
+  int call_vector_;
   std::vector<Addr> queues_;
+  std::vector<Addr> idle_flags_;  ///< x86: per CPU, the idle task's thread_info.flags
+  std::vector<Addr> rq_idle_;     ///< x86: per CPU, cpu_rq(cpu)->idle
   std::vector<std::function<Task<void>(cpu::Cpu&, std::uint64_t)>> functions_;
-  std::uint64_t ipis_sent_ = 0, queued_without_ipi_ = 0, entries_run_ = 0;
+  std::uint64_t ipis_sent_ = 0, queued_without_ipi_ = 0, entries_run_ = 0, woken_without_ipi_ = 0;
 };
 
 }  // namespace cohsim::models::kernel

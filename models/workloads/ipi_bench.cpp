@@ -5,9 +5,13 @@
 // WFI. The GICv3 send path's barrier is the variant (wmb = dsb st, or
 // dsb ishst); the csd's place on the stack is a parameter (aligned, or
 // straddling two lines as before Linux 4.14 aligned call_single_data_t).
+// On x86 the same module runs over the local APIC (platform "apic" section;
+// nox2apic selects xAPIC) with the targets idle as `idle` says.
 #include <array>
+#include <memory>
 #include <fmt/format.h>
 
+#include "cohsim/irq/apic.hpp"
 #include "cohsim/irq/gicv3.hpp"
 #include "models/kernel/smp_call.hpp"
 #include "models/registry.hpp"
@@ -63,18 +67,55 @@ class IpiBench : public scenario::Workload {
     costs_.func_call = m.cpu_params().cycles(static_cast<double>(p.integer(
         "func_call_cycles", Spec{.doc = "estimate: indirect call of the empty function and its return, cycles",
                                  .def = 5, .min = 2, .max = 20})));
-    if (!p.schema_mode() && m.gic_params() == nullptr)
-      throw config::ConfigError(m.platform().file, "platform.gic",
-                                "missing section: the IPI benchmark needs the platform's GICv3 (\"gic\")");
-    if (!p.schema_mode() && !m.cpu(0).is_arm())
-      throw config::ConfigError(m.platform().file, "platform.cpu.arch", "the GICv3 IPI benchmark needs arm64");
+    const std::string idle = p.choice(
+        "idle", Spec{.doc = "what the target CPUs do: halt (arm64 WFI; x86 HLT with TIF_POLLING_NRFLAG clear), poll "
+                            "(x86 intel_idle MWAIT on thread_info flags: no IPI), busy (compute; the IPI interrupts)",
+                     .def = "halt", .choices = {"halt", "poll", "busy"}});
+    idle_ = idle == "halt" ? kernel::IdleMode::halt : idle == "poll" ? kernel::IdleMode::poll : kernel::IdleMode::busy;
+    nox2apic_ = p.boolean("nox2apic", Spec{.doc = "x86: the kernel's nox2apic boot option (local APIC in xAPIC mode)",
+                                           .def = false});
+    costs_.idle_exit = m.cpu_params().cycles(static_cast<double>(p.integer(
+        "idle_exit_cycles",
+        Spec{.doc = "estimate: x86 do_idle from the wake-up to the queue flush outside its accesses "
+                    "(cpuidle exit, tick_nohz_idle_exit with the tick running), cycles",
+             .def = 200, .min = 50, .max = 1000})));
+    costs_.schedule_idle = m.cpu_params().cycles(static_cast<double>(p.integer(
+        "schedule_idle_cycles",
+        Spec{.doc = "estimate: x86 schedule_idle() picking the idle task again, cycles", .def = 300, .min = 100,
+             .max = 2000})));
+    if (p.schema_mode()) return;
+    if (m.cpu(0).is_arm()) {
+      if (m.gic_params() == nullptr)
+        throw config::ConfigError(m.platform().file, "platform.gic",
+                                  "missing section: the IPI benchmark needs the platform's GICv3 (\"gic\")");
+      if (idle_ == kernel::IdleMode::poll)
+        p.fail("idle", "arm64 (v5.17) has no polling idle (no TIF_POLLING_NRFLAG): use halt (WFI) or busy");
+    } else {
+      if (m.apic_params() == nullptr)
+        throw config::ConfigError(m.platform().file, "platform.apic",
+                                  "missing section: the x86 IPI benchmark needs the platform's local APIC (\"apic\")");
+      if (nox2apic_ && m.cpu_count() > static_cast<int>(irq::kXapicMaxApicId) + 1)
+        p.fail("nox2apic", fmt::format("xAPIC addresses at most {} CPUs; this platform has {}",
+                                       irq::kXapicMaxApicId + 1, m.cpu_count()));
+    }
   }
 
   Results run() override {
     std::vector<cpu::Cpu*> cpus;
     for (int c = 0; c < m_.cpu_count(); ++c) cpus.push_back(&m_.cpu(c));
-    irq::Gicv3 gic(*m_.gic_params(), m_.interconnect(), cpus);
-    kernel::SmpCall smp(m_, gic, barrier_, costs_);
+    std::unique_ptr<irq::Gicv3> gic;
+    std::unique_ptr<irq::Apic> apic;
+    std::unique_ptr<kernel::SmpCall> smp_owner;
+    if (m_.cpu(0).is_arm()) {
+      gic = std::make_unique<irq::Gicv3>(*m_.gic_params(), m_.interconnect(), cpus);
+      gic->set_send_barrier(barrier_);
+      smp_owner = std::make_unique<kernel::SmpCall>(m_, *gic, costs_, idle_);
+    } else {
+      const bool x2apic = m_.apic_params()->mode == "x2apic" && !nox2apic_;
+      apic = std::make_unique<irq::Apic>(*m_.apic_params(), m_.interconnect(), cpus, x2apic);
+      smp_owner = std::make_unique<kernel::SmpCall>(m_, *apic, costs_, idle_);
+    }
+    kernel::SmpCall& smp = *smp_owner;
     const int self_node = m_.topology().node_of_cpu(source_);
     // Module globals: each on its own line (____cacheline_aligned), on the
     // node of the CPU that ran insmod.
@@ -127,9 +168,17 @@ class IpiBench : public scenario::Workload {
     const double all_calls = static_cast<double>(warmup_ + rounds_) * static_cast<double>(targets_.size());
     r.add("source_barrier_stall_ns_per_call", sim::to_ns(after.barrier_stall - before.barrier_stall) / all_calls);
     r.add("ipis_sent", static_cast<double>(smp.ipis_sent()));
-    r.add("sgi_delivery_ns", gic.stats().delivered == 0
-                                 ? 0.0
-                                 : sim::to_ns(gic.stats().delivery_latency) / static_cast<double>(gic.stats().delivered));
+    if (gic)
+      r.add("sgi_delivery_ns", gic->stats().delivered == 0 ? 0.0
+                                                           : sim::to_ns(gic->stats().delivery_latency) /
+                                                                 static_cast<double>(gic->stats().delivered));
+    if (apic) {
+      r.add("woken_without_ipi", static_cast<double>(smp.woken_without_ipi()));
+      r.add("ipi_delivery_ns", apic->stats().delivered == 0 ? 0.0
+                                                            : sim::to_ns(apic->stats().delivery_latency) /
+                                                                  static_cast<double>(apic->stats().delivered));
+      r.add("icr_busy_reads", static_cast<double>(apic->stats().busy_reads));
+    }
     r.add("csd_wait_spurious_wakeups_per_call",
           static_cast<double>(after.spin_wakeups - before.spin_wakeups) / all_calls);
     scenario::add_contention_report(r, m_);
@@ -146,6 +195,8 @@ class IpiBench : public scenario::Workload {
   int source_, rounds_, warmup_, data_writes_, data_node_, stack_node_;
   std::vector<int> targets_;
   kernel::IpiBarrier barrier_;
+  kernel::IdleMode idle_;
+  bool nox2apic_;
   fabric::Addr csd_offset_;
   kernel::SmpCallCosts costs_;
 };
@@ -154,7 +205,8 @@ class IpiBench : public scenario::Workload {
 
 void register_ipi_bench(WorkloadTable& t) {
   t.add("ipi-bench",
-        "arm64 IPI benchmark: data stores, then smp_call_function_single(target, empty, NULL, 1) to every CPU",
+        "IPI benchmark (arm64 GICv3 or x86 local APIC): data stores, then smp_call_function_single(target, "
+        "empty, NULL, 1) to every CPU",
         [](config::Reader p, Machine& m) { return std::make_unique<IpiBench>(p, m); });
 }
 

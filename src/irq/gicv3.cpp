@@ -113,6 +113,17 @@ Task<void> Gicv3::write_sgi1r(cpu::Cpu& source, const Sgi1rWrite& w) {
   sim_.schedule(at, &Gicv3::route_event, this, slot);
 }
 
+Task<void> Gicv3::send_ipi(cpu::Cpu& source, const std::vector<int>& targets, int intid) {
+  // v5.17 drivers/irqchip/irq-gic-v3.c: "Ensure that stores to Normal memory
+  // are visible to the other CPUs before issuing the IPI": wmb() (= dsb(st))
+  // in the stock kernel, dsb(ishst) in the patched one. Then one
+  // ICC_SGI1R_EL1 write per cluster (gic_compute_target_list), and isb().
+  if (send_barrier_ == GicSendBarrier::wmb) co_await source.dsb(cpu::Domain::sy, cpu::BarrierType::st);
+  else co_await source.dsb(cpu::Domain::ish, cpu::BarrierType::st);
+  for (const Sgi1rWrite& w : target_lists(targets, intid)) co_await write_sgi1r(source, w);
+  co_await source.isb();
+}
+
 void Gicv3::route_event(void* ctx, std::uint64_t slot) { static_cast<Gicv3*>(ctx)->route(static_cast<std::size_t>(slot)); }
 void Gicv3::deliver_event(void* ctx, std::uint64_t slot) { static_cast<Gicv3*>(ctx)->deliver(static_cast<std::size_t>(slot)); }
 

@@ -38,6 +38,9 @@ Machine::Machine(const PlatformDoc& platform, std::uint64_t seed, config::Regist
     gic_params_.emplace(root_.section("gic", "GICv3 interrupt controller: SGI routing and CPU-interface costs",
                                       /*optional=*/true),
                         *topo_);
+  if (root_.has("apic") || root_.schema_mode())
+    apic_params_.emplace(root_.section("apic", "x86 local APIC: mode, IPI send, delivery and EOI costs", /*optional=*/true),
+                         *topo_);
   // Likewise the SMMU's section, read once at load for every run.
   if (root_.has("smmu") || root_.schema_mode())
     smmu_params_.emplace(root_.section("smmu", "SMMUv3: placement, command timing, driver CPU work", /*optional=*/true));

@@ -26,6 +26,7 @@
 #include "cohsim/config/params.hpp"
 #include "cohsim/cpu/cpu.hpp"
 #include "cohsim/fabric/interconnect.hpp"
+#include "cohsim/irq/ipi_controller.hpp"
 #include "cohsim/sim/simulator.hpp"
 #include "cohsim/topo/topology.hpp"
 
@@ -77,9 +78,15 @@ struct GicStats {
   Tick delivery_latency = 0;      ///< sum over delivered SGIs: register write to pending at the target
 };
 
+/// The barrier at the head of gic_ipi_send_mask (Linux v5.17 irq-gic-v3.c).
+enum class GicSendBarrier {
+  wmb,        ///< stock v5.17: wmb() = dsb(st), full-system completion of earlier stores
+  dsb_ishst,  ///< patched: dsb(ishst), inner-shareable completion only
+};
+
 /// The GICv3: routing by affinity, per-CPU pending/active state of SGIs,
 /// the CPU-interface side of taking one.
-class Gicv3 {
+class Gicv3 : public IpiController {
  public:
   /// Becomes the interrupt handler of every CPU in `cpus` (indexed by CPU number).
   Gicv3(const GicParams& params, fabric::Interconnect& icn, std::vector<cpu::Cpu*> cpus);
@@ -96,6 +103,12 @@ class Gicv3 {
   Task<void> write_sgi1r(cpu::Cpu& source, const Sgi1rWrite& w);
   /// The handler of SGI `intid`, run between the priority drop and the deactivation.
   void set_sgi_handler(int intid, std::function<Task<void>(cpu::Cpu&)> handler);
+  /// gic_ipi_send_mask (v5.17): the barrier, one ICC_SGI1R_EL1 write per cluster, isb.
+  Task<void> send_ipi(cpu::Cpu& source, const std::vector<int>& targets, int intid) override;
+  /// IpiController: the same as set_sgi_handler.
+  void set_ipi_handler(int intid, IpiHandler handler) override { set_sgi_handler(intid, std::move(handler)); }
+  /// Chooses the barrier of send_ipi (wmb unless told otherwise).
+  void set_send_barrier(GicSendBarrier b) { send_barrier_ = b; }
   /// True while SGI `intid` is pending at `cpu`'s redistributor.
   bool pending(int cpu, int intid) const { return (state(cpu).pending >> intid) & 1u; }
   /// True while SGI `intid` is active at `cpu` (acknowledged, not yet deactivated).
@@ -142,6 +155,7 @@ class Gicv3 {
   std::vector<std::size_t> free_slots_;
   std::array<std::function<Task<void>(cpu::Cpu&)>, kSgiCount> handlers_;
   GicStats stats_;
+  GicSendBarrier send_barrier_ = GicSendBarrier::wmb;
 };
 
 }  // namespace cohsim::irq

@@ -15,6 +15,7 @@
 #include "cohsim/fabric/fabric.hpp"
 #include "cohsim/fabric/interconnect.hpp"
 #include "cohsim/fabric/memory_map.hpp"
+#include "cohsim/irq/apic.hpp"
 #include "cohsim/irq/gicv3.hpp"
 #include "cohsim/sim/simulator.hpp"
 #include "cohsim/topo/topology.hpp"
@@ -60,6 +61,8 @@ class Machine {
   const devices::HpetParams* hpet_params() const { return hpet_params_ ? &*hpet_params_ : nullptr; }
   /// The platform's "gic" section (arm64 interrupt controller), nullptr when it has none.
   const irq::GicParams* gic_params() const { return gic_params_ ? &*gic_params_ : nullptr; }
+  /// The platform's "apic" section (x86 local APIC), nullptr when it has none.
+  const irq::ApicParams* apic_params() const { return apic_params_ ? &*apic_params_ : nullptr; }
 
  private:
   PlatformDoc platform_;
@@ -77,6 +80,7 @@ class Machine {
   std::optional<devices::SmmuParams> smmu_params_;
   std::optional<devices::HpetParams> hpet_params_;
   std::optional<irq::GicParams> gic_params_;
+  std::optional<irq::ApicParams> apic_params_;
 };
 
 }  // namespace cohsim::scenario
