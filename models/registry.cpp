@@ -8,9 +8,9 @@ const std::map<std::string, WorkloadInfo>& workloads() {
     models::WorkloadTable reg{t};
     models::register_c2c(reg);
     models::register_mem_latency(reg);
+    models::register_spinlock(reg);
     models::register_aim7(reg);
     models::register_dma_map_bench(reg);
-    models::register_spinlock(reg);
     models::register_ipi_bench(reg);
     models::register_ipi_latency(reg);
     return t;

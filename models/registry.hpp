@@ -17,9 +17,9 @@ struct WorkloadTable {
 
 void register_c2c(WorkloadTable& t);
 void register_mem_latency(WorkloadTable& t);
+void register_spinlock(WorkloadTable& t);
 void register_aim7(WorkloadTable& t);
 void register_dma_map_bench(WorkloadTable& t);
-void register_spinlock(WorkloadTable& t);
 void register_ipi_bench(WorkloadTable& t);
 void register_ipi_latency(WorkloadTable& t);
 
