@@ -95,6 +95,7 @@ Task<int> SmpCall::smp_call_function_single(cpu::Cpu& c, int target, Addr func, 
   // csd->info = info; generic_exec_single(); if (wait) csd_lock_wait(csd).
   if (target < 0 || target >= m_.cpu_count())
     throw sim::SimError(fmt::format("smp_call_function_single to cpu {}: no such CPU", target));
+  sim::TraceScope trace(c.sim().tracer(), c.id(), "smp_call_function_single", "kernel", c.sim().now());
   co_await c.compute(costs_.call_path);
   if (wait) {
     co_await c.store(csd + CsdLayout::flags, 4, kCsdFlagLock | kCsdTypeSync);
@@ -108,6 +109,7 @@ Task<int> SmpCall::smp_call_function_single(cpu::Cpu& c, int target, Addr func, 
   co_await c.store(csd + CsdLayout::info, 8, info);
   co_await generic_exec_single(c, target, csd);
   if (wait) co_await csd_lock_wait(c, csd);
+  trace.finish(c.sim().now());
   co_return 0;
 }
 

@@ -15,6 +15,18 @@ const char* clocksource_name(Clocksource c) {
   return "?";
 }
 
+namespace {
+/// The kernel function a clock read runs in, as a timeline slice name.
+const char* clocksource_read_name(Clocksource c) {
+  switch (c) {
+    case Clocksource::tsc: return "read_tsc";
+    case Clocksource::hpet: return "read_hpet";
+    case Clocksource::hpet_shared: return "read_hpet (shared)";
+  }
+  return "?";
+}
+}  // namespace
+
 Clocksource parse_clocksource(const std::string& name) {
   if (name == "tsc") return Clocksource::tsc;
   if (name == "hpet") return Clocksource::hpet;
@@ -97,6 +109,7 @@ Task<std::uint64_t> Timekeeping::read_clocksource(cpu::Cpu& c) {
   Tick irq_time = 0;
   std::uint64_t cycles = cs_ == Clocksource::hpet_shared ? co_await read_hpet_shared(c, irq_time)
                                                          : co_await read_counter(c);
+  if (auto* tr = c.sim().tracer()) tr->slice(c.id(), clocksource_read_name(cs_), "clock", start, c.sim().now());
   if (start >= window_from_ && start < window_to_) {
     const Tick spent = c.sim().now() - start - irq_time;
     auto& a = acct_[static_cast<std::size_t>(c.id())];
@@ -204,6 +217,7 @@ Task<std::int64_t> Timekeeping::vdso_clock_gettime(cpu::Cpu& c) {
     }
   }
   co_await c.sim().delay(costs_.vdso_overhead);
+  if (auto* tr = c.sim().tracer()) tr->slice(c.id(), "vDSO clock_gettime", "clock", start, c.sim().now());
   if (start >= window_from_ && start < window_to_) {
     auto& a = acct_[static_cast<std::size_t>(c.id())];
     a.vdso += c.sim().now() - start;

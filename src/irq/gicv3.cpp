@@ -118,10 +118,12 @@ Task<void> Gicv3::send_ipi(cpu::Cpu& source, const std::vector<int>& targets, in
   // are visible to the other CPUs before issuing the IPI": wmb() (= dsb(st))
   // in the stock kernel, dsb(ishst) in the patched one. Then one
   // ICC_SGI1R_EL1 write per cluster (gic_compute_target_list), and isb().
+  sim::TraceScope trace(sim_.tracer(), source.id(), "gic_ipi_send_mask", "kernel", sim_.now());
   if (send_barrier_ == GicSendBarrier::wmb) co_await source.dsb(cpu::Domain::sy, cpu::BarrierType::st);
   else co_await source.dsb(cpu::Domain::ish, cpu::BarrierType::st);
   for (const Sgi1rWrite& w : target_lists(targets, intid)) co_await write_sgi1r(source, w);
   co_await source.isb();
+  trace.finish(sim_.now());
 }
 
 void Gicv3::route_event(void* ctx, std::uint64_t slot) { static_cast<Gicv3*>(ctx)->route(static_cast<std::size_t>(slot)); }
@@ -154,6 +156,7 @@ void Gicv3::deliver(std::size_t slot) {
   const auto bit = static_cast<std::uint16_t>(1u << m.write.intid);
   ++stats_.delivered;
   stats_.delivery_latency += sim_.now() - m.issued;
+  if (auto* tr = sim_.tracer()) tr->flow(fmt::format("SGI {}", m.write.intid), m.source, m.issued, m.target, sim_.now());
   if (s.pending & bit) ++stats_.merged;  // already pending: one interrupt serves both
   s.pending = static_cast<std::uint16_t>(s.pending | bit);
   update_signal(m.target);
