@@ -16,8 +16,9 @@ case "$target" in platform|scenario|cli) ;; *) echo "fuzz.sh: unknown target '$t
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz --target "fuzz_$target" >/dev/null
 
-work="build/fuzz/corpus/$target"
-artifacts="build/fuzz/artifacts"
+# Absolute paths: fuzz_cli runs each input in a private temporary directory.
+work="$PWD/build/fuzz/corpus/$target"
+artifacts="$PWD/build/fuzz/artifacts"
 mkdir -p "$work" "$artifacts"
 log="build/fuzz/fuzz_$target.log"
 status=0
@@ -25,9 +26,9 @@ seed_flag=()
 [ -n "${FUZZ_SEED:-}" ] && seed_flag=(-seed="$FUZZ_SEED")  # FUZZ_SEED=N: reproducible mutations
 # -timeout: one input may take 10 s (a hang is a finding); -rss_limit_mb: a
 # config that makes the loader allocate without bound is a finding too.
-"build/fuzz/tests/fuzz/fuzz_$target" "$work" "tests/fuzz/corpus/$target" \
+"build/fuzz/tests/fuzz/fuzz_$target" "$work" "$PWD/tests/fuzz/corpus/$target" \
   -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -close_fd_mask=1 \
-  -dict=tests/fuzz/cohsim.dict -artifact_prefix="$artifacts/$target-" -print_final_stats=1 "${seed_flag[@]}" \
+  -dict="$PWD/tests/fuzz/cohsim.dict" -artifact_prefix="$artifacts/$target-" -print_final_stats=1 "${seed_flag[@]}" \
   >"$log" 2>&1 || status=$?
 if [ "$status" -ne 0 ]; then
   echo "fuzz.sh: fuzz_$target FAILED (exit $status); the end of $log:" >&2

@@ -204,7 +204,7 @@ int cmd_run(const std::vector<std::string>& args) {
     trace.to = *to;
   }
   RunOutput out = run_scenario(scenario_path, variant, overrides_of(common), common.seed, !common.quiet, &trace);
-  if (!common.json_out.empty()) write_file_atomically(common.json_out, out.doc.dump(1) + "\n");
+  if (!common.json_out.empty()) write_file_atomically(common.json_out, out.doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (!common.quiet) {
     std::cout << fmt::format("scenario  {}\nplatform  {}\nworkload  {}\nvariant   {}\nseed      {}\n\nmetrics\n{}",
                              scenario_path, out.doc["platform"].get<std::string>(), out.doc["workload"].get<std::string>(),

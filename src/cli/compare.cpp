@@ -97,11 +97,11 @@ void print_table(const std::vector<RunOutput>& runs) {
 }
 
 int write_outputs(const CompareOptions& o, json doc) {
-  if (!o.json_out.empty()) write_file_atomically(o.json_out, doc.dump(1) + "\n");
+  if (!o.json_out.empty()) write_file_atomically(o.json_out, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (o.report_dir.empty()) return kOk;
   std::filesystem::create_directories(o.report_dir);
   const std::string cj = o.report_dir + "/compare.json";
-  write_file_atomically(cj, doc.dump(1) + "\n");
+  write_file_atomically(cj, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   std::string cmd = fmt::format("/usr/bin/python3 '{}/scripts/report.py' --from-json '{}' --out '{}'", source_dir(), cj,
                                 o.report_dir);
   int rc = std::system(cmd.c_str());

@@ -124,7 +124,7 @@ int cmd_validate(const std::vector<std::string>& args) {
     out.push_back(j);
   }
   std::cout << fmt::format("validate: {} ok, {} missed, {} errors, {} skipped\n", ok, miss, errors, skipped);
-  if (!json_out.empty()) write_file_atomically(json_out, json{{"rows", out}}.dump(1) + "\n");
+  if (!json_out.empty()) write_file_atomically(json_out, json{{"rows", out}}.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   return (miss > 0 || errors > 0) ? kCheckFailed : kOk;
 }
 

@@ -11,7 +11,8 @@ namespace cohsim::config {
 namespace {
 
 std::string shown(const json& v) {
-  std::string s = v.dump();
+  // Invalid UTF-8 (from a file or --set) is shown replaced, never thrown on.
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return s;
 }
@@ -153,7 +154,7 @@ const json* Reader::value_of(std::string_view key, Kind kind, const Spec& s) {
       fail(key, "missing \"source\": say where the number comes from");
     Provenance p;
     p.path = path;
-    p.value = v["value"].is_string() ? v["value"].get<std::string>() : v["value"].dump();
+    p.value = v["value"].is_string() ? v["value"].get<std::string>() : shown(v["value"]);
     p.source = v["source"].get<std::string>();
     p.estimate = p.source.rfind("estimate", 0) == 0;
     if (v.contains("range")) {

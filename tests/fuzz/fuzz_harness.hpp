@@ -119,7 +119,9 @@ inline std::vector<std::string> safe_argv(std::string_view bytes) {
   while (start <= bytes.size() && tokens.size() < 16) {
     std::size_t nl = bytes.find('\n', start);
     if (nl == std::string_view::npos) nl = bytes.size();
-    tokens.emplace_back(bytes.substr(start, nl - start));
+    // argv entries are C strings: a token ends at its first NUL, as main() would see it.
+    std::string_view token = bytes.substr(start, nl - start);
+    tokens.emplace_back(token.substr(0, token.find('\0')));
     start = nl + 1;
   }
   if (!tokens.empty() && tokens.back().empty()) tokens.pop_back();
