@@ -7,6 +7,13 @@
 
 namespace cohsim::models {
 
+// The names every workload uses, declared once for all of them.
+using config::Spec;
+using scenario::Machine;
+using scenario::Results;
+using sim::Task;
+using sim::Tick;
+
 /// Collects workload factories by name.
 struct WorkloadTable {
   std::map<std::string, scenario::WorkloadInfo>& table;

@@ -11,12 +11,6 @@
 namespace cohsim::models {
 namespace {
 
-using config::Spec;
-using scenario::Machine;
-using scenario::Results;
-using sim::Task;
-using sim::Tick;
-
 constexpr std::uint64_t kPing = 1, kPong = 2;
 
 class C2c : public scenario::Workload {

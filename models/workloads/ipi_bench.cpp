@@ -19,12 +19,6 @@
 namespace cohsim::models {
 namespace {
 
-using config::Spec;
-using scenario::Machine;
-using scenario::Results;
-using sim::Task;
-using sim::Tick;
-
 /// Calls are reported by target: "self", then the hop class from the source.
 constexpr std::size_t kClassSlots = 1 + topo::kHopClasses;
 

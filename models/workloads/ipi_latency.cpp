@@ -18,12 +18,6 @@
 namespace cohsim::models {
 namespace {
 
-using config::Spec;
-using scenario::Machine;
-using scenario::Results;
-using sim::Task;
-using sim::Tick;
-
 /// The measured vector and the unmeasured hand-over one (any free vectors above 32).
 constexpr int kTestVector = 0xf2, kKickVector = 0xf3;
 

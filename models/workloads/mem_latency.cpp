@@ -12,11 +12,6 @@
 namespace cohsim::models {
 namespace {
 
-using config::Spec;
-using scenario::Machine;
-using scenario::Results;
-using sim::Task;
-
 class MemLatency : public scenario::Workload {
  public:
   MemLatency(config::Reader p, Machine& m) : m_(m) {
