@@ -430,10 +430,7 @@ Task<std::uint64_t> Fabric::atomic_at_home(int cpu, Addr a, int size, RmwOp op, 
   if (checking_) check_value(a, size, old);  // against the coherence order before this write
   std::uint64_t mask = size == 8 ? ~0ull : ((1ull << (8 * size)) - 1);
   put_bytes(h.mem, a, size, apply_rmw(op, old, operand, compare) & mask);
-  if (checking_) {
-    auto [g, inserted] = golden_.try_emplace(line, h.mem);
-    g->second = h.mem;
-  }
+  if (checking_) golden_[line] = h.mem;  // the home's memory is now the latest value
   home_release(line);
   co_await sim_.delay(icn_.send(home_ep, cpu, sim_.now()) - sim_.now());
   co_return old;
@@ -463,10 +460,7 @@ Task<void> Fabric::device_write(int endpoint, Addr a, int size, std::uint64_t va
   run_directory(t, h);
   co_await sim_.delay(t.home_done - sim_.now());
   put_bytes(h.mem, a, size, value);
-  if (checking_) {
-    auto [g, inserted] = golden_.try_emplace(line, h.mem);
-    g->second = h.mem;
-  }
+  if (checking_) golden_[line] = h.mem;  // the home's memory is now the latest value
   home_release(line);
   co_await sim_.delay(icn_.send(home_ep, endpoint, sim_.now()) - sim_.now());
 }
