@@ -56,20 +56,25 @@ inline csim::RunLimits bench_limits() {
   return limits;
 }
 
-/// Runs (a) once. Timed: spawning the tasks and the run.
-inline CohsimMeasurement cohsim_run_delay(const DelayParams& p) {
-  csim::Simulator sim;
-  std::uint64_t resumptions = 0;
+/// Runs the simulation to its end and fills the measurement both workloads report.
+inline CohsimMeasurement finish_run(csim::Simulator& sim, const Stopwatch& watch, const std::uint64_t& resumptions) {
   CohsimMeasurement m;
-  const Stopwatch watch;
-  for (int i = 0; i < p.tasks; ++i)
-    sim.spawn("delay" + std::to_string(i), cohsim_delay_task(sim, i, p.iterations, resumptions));
   sim.run(bench_limits());
   watch.stop(m);
   m.events = resumptions;
   m.sim_span_ps = sim.now();
   m.events_executed = sim.events_executed();
   return m;
+}
+
+/// Runs (a) once. Timed: spawning the tasks and the run.
+inline CohsimMeasurement cohsim_run_delay(const DelayParams& p) {
+  csim::Simulator sim;
+  std::uint64_t resumptions = 0;
+  const Stopwatch watch;
+  for (int i = 0; i < p.tasks; ++i)
+    sim.spawn("delay" + std::to_string(i), cohsim_delay_task(sim, i, p.iterations, resumptions));
+  return finish_run(sim, watch, resumptions);
 }
 
 /// Runs (b) once. Each pair's B (pong) is spawned before its A (ping), so B
@@ -80,7 +85,6 @@ inline CohsimMeasurement cohsim_run_pingpong(const PingPongParams& p) {
   std::vector<csim::Signal> to_ping(static_cast<std::size_t>(p.pairs));
   std::vector<csim::Signal> to_pong(static_cast<std::size_t>(p.pairs));
   std::uint64_t resumptions = 0;
-  CohsimMeasurement m;
   const Stopwatch watch;
   for (int i = 0; i < p.pairs; ++i) {
     auto& a = to_ping[static_cast<std::size_t>(i)];
@@ -88,12 +92,7 @@ inline CohsimMeasurement cohsim_run_pingpong(const PingPongParams& p) {
     sim.spawn("pong" + std::to_string(i), cohsim_pong(sim, a, b, p.rounds, resumptions));
     sim.spawn("ping" + std::to_string(i), cohsim_ping(sim, a, b, p.rounds, resumptions));
   }
-  sim.run(bench_limits());
-  watch.stop(m);
-  m.events = resumptions;
-  m.sim_span_ps = sim.now();
-  m.events_executed = sim.events_executed();
-  return m;
+  return finish_run(sim, watch, resumptions);
 }
 
 }  // namespace cohsim_bench
