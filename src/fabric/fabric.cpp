@@ -331,17 +331,21 @@ void Fabric::home_release(Addr line) {
   sim_.wake(w.p, w.id);  // the home stays busy: handed over
 }
 
+Task<Fabric::HomeLine*> Fabric::reach_home(int ep, Addr line, bool count_wait) {
+  co_await sim_.delay(icn_.send(ep, home_endpoint_of(line), sim_.now()) - sim_.now());
+  HomeLine& h = home_line(line);
+  const Tick queued_at = sim_.now();
+  co_await home_acquire(h, line, ep);
+  if (count_wait) stats_of(line).wait += sim_.now() - queued_at;
+  co_return &h;
+}
+
 Task<void> Fabric::request(int core, int cpu, Addr line, DirEvent kind) {
   Txn t{.fabric = this, .line = line, .core = core, .ep = cpu, .event = kind};
   ++stats_.transactions;
   co_await sim_.delay(p_.l2.latency);  // the private miss is detected
-  const int home_ep = icn_.home_endpoint(mem_.home_node(line));
-  Tick arrive = icn_.send(cpu, home_ep, sim_.now());
-  co_await sim_.delay(arrive - sim_.now());
-  HomeLine& h = home_line(line);
-  Tick queued_at = sim_.now();
-  co_await home_acquire(h, line, cpu);
-  stats_of(line).wait += sim_.now() - queued_at;
+  const int home_ep = home_endpoint_of(line);
+  HomeLine& h = *co_await reach_home(cpu, line, /*count_wait=*/true);
   if (t.event == DirEvent::Upgrade && !h.sharers.test(static_cast<std::size_t>(core)))
     t.event = DirEvent::GetM;  // invalidated while the upgrade waited
   run_directory(t, h);
@@ -394,11 +398,7 @@ Task<void> Fabric::put(int core, Addr line) {
   t.data = c.lines.at(line).data;
   t.data_valid = true;
   ++stats_.writebacks;
-  const int home_ep = icn_.home_endpoint(mem_.home_node(line));
-  Tick arrive = icn_.send(ep, home_ep, sim_.now());
-  co_await sim_.delay(arrive - sim_.now());
-  HomeLine& h = home_line(line);
-  co_await home_acquire(h, line, ep);
+  HomeLine& h = *co_await reach_home(ep, line, /*count_wait=*/false);
   const bool still_owner = h.state == DirState::EM && h.owner == core;
   t.event = !still_owner ? DirEvent::PutStale : dirty ? DirEvent::PutM : DirEvent::PutE;
   run_directory(t, h);
@@ -417,12 +417,8 @@ Task<std::uint64_t> Fabric::atomic_at_home(int cpu, Addr a, int size, RmwOp op, 
   t.operand = operand;
   t.compare = compare;
   ++stats_.transactions;
-  const int home_ep = icn_.home_endpoint(mem_.home_node(line));
-  co_await sim_.delay(icn_.send(cpu, home_ep, sim_.now()) - sim_.now());
-  HomeLine& h = home_line(line);
-  Tick queued_at = sim_.now();
-  co_await home_acquire(h, line, cpu);
-  stats_of(line).wait += sim_.now() - queued_at;
+  const int home_ep = home_endpoint_of(line);
+  HomeLine& h = *co_await reach_home(cpu, line, /*count_wait=*/true);
   run_directory(t, h);
   co_await sim_.delay(t.home_done - sim_.now());
   // Every cached copy is gone and the owner's data is home: operate on memory.
@@ -439,10 +435,7 @@ Task<std::uint64_t> Fabric::atomic_at_home(int cpu, Addr a, int size, RmwOp op, 
 // --------------------------------------------------------- device side ---
 Task<LineData> Fabric::device_read(int endpoint, Addr line) {
   Txn t{.fabric = this, .line = line, .core = -1, .ep = endpoint, .event = DirEvent::DevRead};
-  const int home_ep = icn_.home_endpoint(mem_.home_node(line));
-  co_await sim_.delay(icn_.send(endpoint, home_ep, sim_.now()) - sim_.now());
-  HomeLine& h = home_line(line);
-  co_await home_acquire(h, line, endpoint);
+  HomeLine& h = *co_await reach_home(endpoint, line, /*count_wait=*/false);
   run_directory(t, h);
   sim_.schedule(t.home_done, &Fabric::home_release_event, this, line);
   co_await sim_.delay(t.complete_at - sim_.now());
@@ -453,10 +446,8 @@ Task<void> Fabric::device_write(int endpoint, Addr a, int size, std::uint64_t va
   check_access(a, size);
   const Addr line = line_of(a);
   Txn t{.fabric = this, .line = line, .core = -1, .ep = endpoint, .event = DirEvent::DevWrite};
-  const int home_ep = icn_.home_endpoint(mem_.home_node(line));
-  co_await sim_.delay(icn_.send(endpoint, home_ep, sim_.now()) - sim_.now());
-  HomeLine& h = home_line(line);
-  co_await home_acquire(h, line, endpoint);
+  const int home_ep = home_endpoint_of(line);
+  HomeLine& h = *co_await reach_home(endpoint, line, /*count_wait=*/false);
   run_directory(t, h);
   co_await sim_.delay(t.home_done - sim_.now());
   put_bytes(h.mem, a, size, value);

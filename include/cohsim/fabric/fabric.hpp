@@ -151,6 +151,11 @@ class Fabric {
   sim::Task<void> request(int core, int cpu, Addr line, DirEvent kind);
   sim::Task<void> put(int core, Addr line);
   sim::Task<void> home_acquire(HomeLine& h, Addr line, int requester_ep);
+  /// Carries a request from endpoint `ep` to `line`'s home and waits for its
+  /// turn there; the home line is then busy for the caller. With `count_wait`
+  /// the queueing time goes into the line's contention statistics.
+  sim::Task<HomeLine*> reach_home(int ep, Addr line, bool count_wait);
+  int home_endpoint_of(Addr line) const { return icn_.home_endpoint(mem_.home_node(line)); }
   void home_release(Addr line);
   static void home_release_event(void* ctx, std::uint64_t line);
   void run_directory(Txn& t, HomeLine& h);
