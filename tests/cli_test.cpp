@@ -78,6 +78,9 @@ std::vector<BadInput> bad_inputs() {
       {"--set with a wrong type", nothing, "--set rounds=abc",
        {"s.json", "params.rounds", "expected an integer", "set on the command line"}},
       {"--set without a value", nothing, "--set rounds", {"--set", "expected KEY=VALUE"}},
+      // Boost would expand %value% in its own message forever; the user's '%' shows as U+FF05.
+      {"an option value that looks like a message placeholder", nothing, "--seed %value%",
+       {"--seed", "\uFF05value\uFF05", "is invalid"}},
       {"absurd CPU count (a million)",
        [](json&, json& p, const TempDir&) {
          set_value(p, "topology.sockets", 64);

@@ -29,6 +29,27 @@ const std::map<std::string, Command>& commands() {
   return c;
 }
 
+/// The message of a command-line error. Boost.Program_options fills its
+/// %option%, %value%, ... placeholders by find-and-replace until none is left,
+/// so a user's word that itself holds such a token never finishes (fuzz_cli
+/// found `--t%canonical_option%`). Each '%' the user typed is shown as the
+/// full-width U+FF05 instead, which reads the same and forms no token.
+std::string command_line_message(boost::program_options::error& e) {
+  namespace po = boost::program_options;
+  struct Substitutions : po::error_with_option_name {
+    using po::error_with_option_name::m_substitutions;
+  };
+  if (auto* named = dynamic_cast<po::error_with_option_name*>(&e)) {
+    const auto words = named->*(&Substitutions::m_substitutions);  // a copy: set_substitute changes it
+    for (const auto& [key, word] : words) {
+      std::string shown;
+      for (char c : word) shown += c == '%' ? std::string("\uFF05") : std::string(1, c);
+      if (shown != word) named->set_substitute(key, shown);
+    }
+  }
+  return e.what();
+}
+
 void print_help() {
   std::cout << "cohsim " << COHSIM_VERSION
             << ": a cycle-approximate multicore coherence and interconnect simulator\n\n"
@@ -66,8 +87,8 @@ int main_entry(int argc, char** argv) {
   } catch (const config::ConfigError& e) {
     std::cerr << "cohsim: error: " << e.what() << "\n";
     return kBadInput;
-  } catch (const boost::program_options::error& e) {
-    std::cerr << "cohsim: error: " << e.what() << "\n";
+  } catch (boost::program_options::error& e) {
+    std::cerr << "cohsim: error: " << command_line_message(e) << "\n";
     return kBadInput;
   } catch (const sim::WatchdogError& e) {
     std::cerr << "cohsim: the simulation cannot make progress\n" << e.what() << "\n";
