@@ -4,6 +4,11 @@
 #include <string>
 #include <vector>
 
+#include <algorithm>
+#include <cmath>
+
+#include "cohsim/sim/histogram.hpp"
+#include "cohsim/sim/random.hpp"
 #include "cohsim/sim/simulator.hpp"
 
 using namespace cohsim::sim;
@@ -211,4 +216,27 @@ TEST_CASE("time units parse once into picoseconds", "[sim]") {
   REQUIRE(parse_frequency("2.6GHz") == Approx(2.6e9));
   REQUIRE(parse_size("24MiB") == 24u * 1024 * 1024);
   REQUIRE_FALSE(parse_size("1.5B").has_value());
+}
+
+TEST_CASE("a latency histogram keeps the exact mean and percentiles within 1/256 of the samples", "[sim]") {
+  LatencyHistogram h;
+  CHECK(h.percentile_ns(99) == 0);
+  std::vector<Tick> samples;
+  RandomStream rng(7, "histogram-test");
+  for (int i = 0; i < 20000; ++i) {
+    // From a few picoseconds (exact bins) to milliseconds (wide bins).
+    samples.push_back(rng.below(200) + (rng.below(4) == 0 ? rng.below(3 * kMs) : rng.below(2 * kUs)));
+    h.add(samples.back());
+  }
+  std::sort(samples.begin(), samples.end());
+  long double sum = 0;
+  for (Tick t : samples) sum += static_cast<long double>(t);
+  CHECK(h.count() == samples.size());
+  CHECK(h.mean_ns() == Approx(static_cast<double>(sum / samples.size() / 1000)).epsilon(1e-12));
+  for (double p : {0.0, 1.0, 50.0, 90.0, 99.0, 100.0}) {
+    const auto rank = static_cast<std::size_t>(p / 100.0 * static_cast<double>(samples.size() - 1) + 0.5);
+    const double exact = to_ns(samples[rank]);
+    INFO("p" << p << " exact " << exact);
+    CHECK(std::abs(h.percentile_ns(p) - exact) <= exact / 256 + 0.001);
+  }
 }

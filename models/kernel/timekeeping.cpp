@@ -115,7 +115,7 @@ Task<std::uint64_t> Timekeeping::read_clocksource(cpu::Cpu& c) {
     auto& a = acct_[static_cast<std::size_t>(c.id())];
     a.read_fn += spent;
     ++a.read_fn_calls;
-    read_ns_.push_back(sim::to_ns(spent));
+    read_latency_.add(spent);
   }
   co_return cycles;
 }
@@ -222,7 +222,7 @@ Task<std::int64_t> Timekeeping::vdso_clock_gettime(cpu::Cpu& c) {
     auto& a = acct_[static_cast<std::size_t>(c.id())];
     a.vdso += c.sim().now() - start;
     ++a.vdso_calls;
-    vdso_ns_.push_back(sim::to_ns(c.sim().now() - start));
+    vdso_latency_.add(c.sim().now() - start);
   }
   co_return ns;
 }

@@ -20,6 +20,7 @@
 
 #include "cohsim/cpu/cpu.hpp"
 #include "cohsim/devices/hpet.hpp"
+#include "cohsim/sim/histogram.hpp"
 #include "cohsim/scenario/machine.hpp"
 
 namespace cohsim::models::kernel {
@@ -97,10 +98,10 @@ class Timekeeping {
   /// Only calls starting inside [from, to) are accounted and sampled.
   void set_window(Tick from, Tick to);
   const ClockAccounting& accounting(int cpu) const { return acct_.at(static_cast<std::size_t>(cpu)); }
-  /// Durations (ns) of clocksource reads that started in the window.
-  const std::vector<double>& read_latencies_ns() const { return read_ns_; }
-  /// Durations (ns) of vDSO clock_gettime calls that started in the window.
-  const std::vector<double>& vdso_latencies_ns() const { return vdso_ns_; }
+  /// Durations of clocksource reads that started in the window (irq time excluded).
+  const sim::LatencyHistogram& read_latencies() const { return read_latency_; }
+  /// Durations of vDSO clock_gettime calls that started in the window.
+  const sim::LatencyHistogram& vdso_latencies() const { return vdso_latency_; }
   /// hpet-shared: every device read made under the lock, when recording.
   void record_shared_reads(bool on) { recording_ = on; }
   const std::vector<SharedRead>& shared_reads() const { return shared_reads_; }
@@ -125,7 +126,7 @@ class Timekeeping {
   Addr tk_core_, timekeeper_lock_, hpet_word_, gtod_;
   Tick window_from_ = 0, window_to_ = sim::kNever;
   std::vector<ClockAccounting> acct_;
-  std::vector<double> read_ns_, vdso_ns_;
+  sim::LatencyHistogram read_latency_, vdso_latency_;  // fixed size: a read is sampled, not kept
   bool recording_ = false;
   std::vector<SharedRead> shared_reads_;
 };

@@ -145,10 +145,10 @@ class Aim7Run {
     o.read_fn_pct = 100.0 * static_cast<double>(read_fn) / cpu_time;
     o.vdso_pct = 100.0 * static_cast<double>(vdso) / cpu_time;
     o.retry_pct = 100.0 * static_cast<double>(retry) / cpu_time;
-    o.read_ns_mean = mean(tk_.read_latencies_ns());
-    o.read_ns_p99 = percentile(tk_.read_latencies_ns(), 99);
-    o.vdso_ns_mean = mean(tk_.vdso_latencies_ns());
-    o.vdso_ns_p99 = percentile(tk_.vdso_latencies_ns(), 99);
+    o.read_ns_mean = tk_.read_latencies().mean_ns();
+    o.read_ns_p99 = tk_.read_latencies().percentile_ns(99);
+    o.vdso_ns_mean = tk_.vdso_latencies().mean_ns();
+    o.vdso_ns_p99 = tk_.vdso_latencies().percentile_ns(99);
     const auto& hs = hpet_.stats();
     const double end_s = static_cast<double>(m_.sim().now()) * 1e-12;
     o.hpet_reads_per_s = static_cast<double>(hs.reads) / end_s;
