@@ -7,6 +7,8 @@
 # build/fuzz/artifacts/TARGET-*; the script then exits non-zero. Copy such an
 # input to tests/regression/TARGET/ so the Catch2 suite replays it for good.
 # FUZZ_SEED=N in the environment makes the mutation sequence reproducible.
+# FUZZ_TIMEOUT=S (default 10) is the wall-clock time one input may take before
+# it counts as a hang; raise it when the machine is busy with other work.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${1:?usage: scripts/fuzz.sh platform|scenario|cli SECONDS}"
@@ -24,10 +26,10 @@ log="build/fuzz/fuzz_$target.log"
 status=0
 seed_flag=()
 [ -n "${FUZZ_SEED:-}" ] && seed_flag=(-seed="$FUZZ_SEED")  # FUZZ_SEED=N: reproducible mutations
-# -timeout: one input may take 10 s (a hang is a finding); -rss_limit_mb: a
+# -timeout: one input may take FUZZ_TIMEOUT s (a hang is a finding); -rss_limit_mb: a
 # config that makes the loader allocate without bound is a finding too.
 "build/fuzz/tests/fuzz/fuzz_$target" "$work" "$PWD/tests/fuzz/corpus/$target" \
-  -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -close_fd_mask=1 \
+  -max_total_time="$seconds" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -close_fd_mask=1 \
   -dict="$PWD/tests/fuzz/cohsim.dict" -artifact_prefix="$artifacts/$target-" -print_final_stats=1 "${seed_flag[@]}" \
   >"$log" 2>&1 || status=$?
 if [ "$status" -ne 0 ]; then

@@ -380,6 +380,10 @@ json load_json_file(const std::string& path, std::vector<std::string>* include_c
     auto pos = what.find("error: ");
     throw ConfigError(path, "", fmt::format("malformed JSON at line {}, column {}: {}", line, col,
                                             pos == std::string::npos ? what : what.substr(pos + 7)));
+  } catch (const json::exception& e) {  // out_of_range: a number no double holds (found by fuzz_platform)
+    std::string what = e.what();
+    auto pos = what.find("] ");
+    throw ConfigError(path, "", "malformed JSON: " + (pos == std::string::npos ? what : what.substr(pos + 2)));
   }
   if (!doc.is_object()) throw ConfigError(path, "", "the top level must be a JSON object");
   if (doc.contains("include")) {
@@ -395,14 +399,17 @@ json load_json_file(const std::string& path, std::vector<std::string>* include_c
   return doc;
 }
 
+json parse_set_value(const std::string& text) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception&) {  // parse_error, or out_of_range for a number overflow
+    return text;
+  }
+}
+
 void apply_override(json& doc, const std::string& file, const std::string& path, const std::string& value,
                     const std::string& shown_prefix) {
-  json parsed;
-  try {
-    parsed = json::parse(value);
-  } catch (const json::parse_error&) {
-    parsed = value;
-  }
+  json parsed = parse_set_value(value);
   std::string full = shown_prefix.empty() ? path : shown_prefix + "." + path;
   json* node = &doc;
   std::stringstream ss(path);

@@ -89,13 +89,7 @@ LoadedScenario load_scenario(const std::string& path, const std::string& variant
     if (o.key.rfind("platform.", 0) == 0) {
       config::apply_override(s.platform.doc, s.platform.file, o.key.substr(9), o.value, "platform");
     } else if (o.key.find('.') == std::string::npos && !s.params.contains(o.key)) {
-      json v;
-      try {
-        v = json::parse(o.value);
-      } catch (const json::parse_error&) {
-        v = o.value;
-      }
-      s.params[o.key] = v;  // a parameter left at its default; unknown names fail at load
+      s.params[o.key] = config::parse_set_value(o.value);  // a parameter left at its default; unknown names fail at load
     } else {
       config::apply_override(s.params, path, o.key, o.value, "params");
     }

@@ -128,6 +128,10 @@ class Reader {
 /// this one) with cycle detection. Throws ConfigError.
 json load_json_file(const std::string& path, std::vector<std::string>* include_chain = nullptr);
 
+/// The VALUE of a --set KEY=VALUE: JSON when it is valid JSON (a number JSON
+/// cannot hold, such as 1e999, is not), else the text as a string.
+json parse_set_value(const std::string& text);
+
 /// Applies KEY=VALUE to `doc` at dotted `path` (relative to doc). The key
 /// must exist; a {value, source} leaf keeps its form. VALUE is parsed as JSON
 /// when it is valid JSON, else taken as a string.
