@@ -3,6 +3,7 @@
 // exact atomic counts, the random tester, and the checker catching a broken row.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
 #include <set>
@@ -198,6 +199,57 @@ TEST_CASE("a write to a line with N sharers sends N invalidations and waits for 
   auto& icn = *r.icn;
   const int home = icn.home_endpoint(0);
   CHECK(took > icn.latency(2, home) + icn.latency(home, 72) + icn.latency(72, 2));  // the farthest ack
+}
+
+TEST_CASE("reads of a shared line overlap at the home instead of queueing one round trip each", "[fabric]") {
+  Rig r(platform_json());
+  Addr x = r.line(0, "x");
+  load_on(r, 0, x);
+  load_on(r, 1, x);  // the line is now S at the home
+  const int readers = 16;
+  std::vector<Tick> done;
+  for (int i = 0; i < readers; ++i)
+    spawn_at(r.sim, r.sim.now(), [&r, &done, i, x]() -> Task<void> {
+      co_await r.cpu(4 + i).load(x);  // CPUs 4-19: same die as the home
+      done.push_back(r.sim.now());
+    });
+  const Tick t0 = r.sim.now();
+  r.run();
+  REQUIRE(done.size() == static_cast<std::size_t>(readers));
+  const Tick one_read = *std::min_element(done.begin(), done.end()) - t0;
+  const Tick all_reads = *std::max_element(done.begin(), done.end()) - t0;
+  // Served one at a time, the last would finish about `readers` reads after the first.
+  CHECK(all_reads < 2 * one_read);
+  CHECK(r.fab->dir_state_of(x) == DirState::S);
+  for (int i = 0; i < readers; ++i) CHECK(r.fab->state_of(4 + i, x) == CacheState::S);
+}
+
+TEST_CASE("a write waits for the shared fills in flight, and readers behind it see the new value", "[fabric]") {
+  Rig r(platform_json());
+  Addr x = r.line(0, "x");
+  store_on(r, 0, x, 1);
+  load_on(r, 1, x);  // S at the home, value 1
+  std::vector<std::uint64_t> early(8), late(8);
+  Tick write_done = 0;
+  const Tick t0 = r.sim.now();
+  for (int i = 0; i < 8; ++i)
+    spawn_at(r.sim, t0, [&r, &early, i, x]() -> Task<void> { early[i] = co_await r.cpu(4 + i).load(x); });
+  // The writer is on the other die, the late readers on the other socket:
+  // requests reach node 0's home early readers, writer, late readers.
+  spawn_at(r.sim, t0, [&r, &write_done, x]() -> Task<void> {
+    co_await r.cpu(24).store(x, 8, 2);
+    co_await r.cpu(2).drain_store_buffer();
+    write_done = r.sim.now();
+  });
+  for (int i = 0; i < 8; ++i)
+    spawn_at(r.sim, t0, [&r, &late, i, x]() -> Task<void> { late[i] = co_await r.cpu(48 + i).load(x); });
+  r.run();
+  for (int i = 0; i < 8; ++i) {
+    CHECK(early[i] == 1);  // arrived before the write: served before it
+    CHECK(late[i] == 2);   // arrived after it: queued behind it, not overtaking
+  }
+  CHECK(write_done > t0);
+  CHECK(r.fab->violations() == 0);
 }
 
 TEST_CASE("a load of a modified line is forwarded by its owner, which keeps a shared copy", "[fabric]") {

@@ -36,6 +36,11 @@ FabricParams::FabricParams(config::Reader caches, config::Reader coherence, conf
               "latency of an LLC hit at the home, after the directory look-up");
   directory_latency = coherence.time(
       "directory_latency", Spec{.doc = "home directory (snoop filter) look-up per request", .min = 0, .max = 1e6});
+  shared_fill_interval = coherence.time(
+      "shared_fill_interval",
+      Spec{.doc = "a GetS of a line in S holds the home only this long (its look-up slot in the pipeline), so "
+                  "reads of a shared line overlap; other requests still wait for every fill in flight",
+           .min = 1, .max = 1e6});
   snoop_response = coherence.time(
       "snoop_response", Spec{.doc = "owner's private cache: look-up and data read-out for a forward", .max = 1e6});
   remote_die_snoop = coherence.time(
@@ -82,13 +87,22 @@ struct Fabric::HomeLine {
       }
   }
   LineData mem{};
+  /// A request holds the home line: it is served one request at a time,
+  /// except that a GetS of a line in S (a shared fill: data from the home,
+  /// no owner, nobody invalidated) holds it only for its directory look-up.
+  /// Shared fills may then overlap; any other request waits until every fill
+  /// in flight has reached its requester, so no invalidation overtakes a fill.
   bool busy = false;
+  int shared_fills = 0;
+  /// A GetS that finds the line in S needs no exclusive hold.
+  bool shared_fill_possible(bool gets) const { return gets && state == DirState::S; }
   struct Waiter {
     sim::Process* p;
     std::uint64_t id;
     Tick arrived;
     std::uint64_t seq;
     Tick distance;
+    bool gets;
   };
   std::vector<Waiter> queue;
 };
@@ -283,8 +297,8 @@ Task<void> Fabric::wait_for_loss(int cpu, Addr line, Tick deadline, std::string_
 }
 
 // ------------------------------------------------------------ requests ---
-Task<void> Fabric::home_acquire(HomeLine& h, Addr line, int requester_ep) {
-  if (!h.busy) {
+Task<void> Fabric::home_acquire(HomeLine& h, Addr line, int requester_ep, bool gets) {
+  if (!h.busy && h.queue.empty() && (h.shared_fills == 0 || h.shared_fill_possible(gets))) {
     h.busy = true;
     co_return;
   }
@@ -293,26 +307,36 @@ Task<void> Fabric::home_acquire(HomeLine& h, Addr line, int requester_ep) {
     HomeLine* h;
     Addr line;
     int ep;
+    bool gets;
     bool await_ready() const noexcept { return false; }
     void await_suspend(std::coroutine_handle<> handle) {
       sim::Process* p = f->sim_.current();
       std::uint64_t id = f->sim_.suspend_current(handle, "its turn at the home directory", line);
       Tick distance = f->icn_.latency(ep, f->icn_.home_endpoint(f->mem_.home_node(line)));
-      h->queue.push_back({p, id, f->sim_.now(), f->home_seq_++, distance});
+      h->queue.push_back({p, id, f->sim_.now(), f->home_seq_++, distance, gets});
     }
     void await_resume() const noexcept {}
   };
-  co_await Awaiter{this, &h, line, requester_ep};
+  co_await Awaiter{this, &h, line, requester_ep, gets};
 }
 
 void Fabric::home_release_event(void* ctx, std::uint64_t line) { static_cast<Fabric*>(ctx)->home_release(line); }
 
+void Fabric::shared_fill_done_event(void* ctx, std::uint64_t line) {
+  auto* f = static_cast<Fabric*>(ctx);
+  HomeLine& h = f->home_line(line);
+  --h.shared_fills;
+  f->grant_next(h);
+}
+
 void Fabric::home_release(Addr line) {
   HomeLine& h = home_line(line);
-  if (h.queue.empty()) {
-    h.busy = false;
-    return;
-  }
+  h.busy = false;
+  grant_next(h);
+}
+
+void Fabric::grant_next(HomeLine& h) {
+  if (h.busy || h.queue.empty()) return;
   std::size_t pick = 0;
   const bool nearest = p_.arbitration == "nearest";
   if (p_.arbitration == "random") {
@@ -327,15 +351,19 @@ void Fabric::home_release(Addr line) {
     }
   }
   HomeLine::Waiter w = h.queue[pick];
+  // The picked request waits for the fills in flight unless it is one itself;
+  // nobody overtakes it meanwhile (a stream of readers cannot starve a writer).
+  if (h.shared_fills > 0 && !h.shared_fill_possible(w.gets)) return;
   h.queue.erase(h.queue.begin() + static_cast<std::ptrdiff_t>(pick));
-  sim_.wake(w.p, w.id);  // the home stays busy: handed over
+  h.busy = true;
+  sim_.wake(w.p, w.id);
 }
 
-Task<Fabric::HomeLine*> Fabric::reach_home(int ep, Addr line, bool count_wait) {
+Task<Fabric::HomeLine*> Fabric::reach_home(int ep, Addr line, bool count_wait, bool gets) {
   co_await sim_.delay(icn_.send(ep, home_endpoint_of(line), sim_.now()) - sim_.now());
   HomeLine& h = home_line(line);
   const Tick queued_at = sim_.now();
-  co_await home_acquire(h, line, ep);
+  co_await home_acquire(h, line, ep, gets);
   if (count_wait) stats_of(line).wait += sim_.now() - queued_at;
   co_return &h;
 }
@@ -345,10 +373,15 @@ Task<void> Fabric::request(int core, int cpu, Addr line, DirEvent kind) {
   ++stats_.transactions;
   co_await sim_.delay(p_.l2.latency);  // the private miss is detected
   const int home_ep = home_endpoint_of(line);
-  HomeLine& h = *co_await reach_home(cpu, line, /*count_wait=*/true);
+  HomeLine& h = *co_await reach_home(cpu, line, /*count_wait=*/true, kind == DirEvent::GetS);
   if (t.event == DirEvent::Upgrade && !h.sharers.test(static_cast<std::size_t>(core)))
     t.event = DirEvent::GetM;  // invalidated while the upgrade waited
+  const bool shared_fill = h.shared_fill_possible(t.event == DirEvent::GetS);
   run_directory(t, h);
+  if (shared_fill) {  // the directory is free for the next request after its look-up
+    ++h.shared_fills;
+    sim_.schedule(sim_.now() + p_.shared_fill_interval, &Fabric::home_release_event, this, line);
+  }
   co_await sim_.delay(t.complete_at - sim_.now());
   cache_event(core, line, t.response, &t);
   // Install in the tag arrays; a capacity victim is evicted.
@@ -363,7 +396,7 @@ Task<void> Fabric::request(int core, int cpu, Addr line, DirEvent kind) {
     evict(core, *victim);
   }
   Tick unblock = icn_.send(cpu, home_ep, sim_.now());
-  sim_.schedule(unblock, &Fabric::home_release_event, this, line);
+  sim_.schedule(unblock, shared_fill ? &Fabric::shared_fill_done_event : &Fabric::home_release_event, this, line);
 }
 
 void Fabric::evict(int core, Addr victim) {

@@ -46,6 +46,7 @@ struct FabricParams {
   };
   Level l1, l2, llc;
   Tick directory_latency = 0;    ///< home directory (snoop filter) lookup
+  Tick shared_fill_interval = 0; ///< time between two GetS of a shared line entering the home
   Tick snoop_response = 0;       ///< owner cache: look-up and data read-out for a forward
   Tick remote_die_snoop = 0;     ///< extra for a snoop into another die (through its L3 tag pipeline)
   Tick dram_latency = 0;         ///< DRAM access at the home memory controller
@@ -150,14 +151,20 @@ class Fabric {
 
   sim::Task<void> request(int core, int cpu, Addr line, DirEvent kind);
   sim::Task<void> put(int core, Addr line);
-  sim::Task<void> home_acquire(HomeLine& h, Addr line, int requester_ep);
+  sim::Task<void> home_acquire(HomeLine& h, Addr line, int requester_ep, bool gets);
   /// Carries a request from endpoint `ep` to `line`'s home and waits for its
   /// turn there; the home line is then busy for the caller. With `count_wait`
-  /// the queueing time goes into the line's contention statistics.
-  sim::Task<HomeLine*> reach_home(int ep, Addr line, bool count_wait);
+  /// the queueing time goes into the line's contention statistics. `gets`: a
+  /// GetS, which may overlap other GetS of a shared line (see shared_fill).
+  sim::Task<HomeLine*> reach_home(int ep, Addr line, bool count_wait, bool gets = false);
   int home_endpoint_of(Addr line) const { return icn_.home_endpoint(mem_.home_node(line)); }
+  /// The holder of the home line is done: the next waiter may go.
   void home_release(Addr line);
   static void home_release_event(void* ctx, std::uint64_t line);
+  /// A shared fill reached its requester (its unblock arrived at the home).
+  static void shared_fill_done_event(void* ctx, std::uint64_t line);
+  /// Lets the waiter the arbitration picks go, if the home line is free for it.
+  void grant_next(HomeLine& h);
   void run_directory(Txn& t, HomeLine& h);
   void schedule_remote(Txn& t, int core, CacheEvent ev, Tick at);
   static void remote_event(void* ctx, std::uint64_t arg);
