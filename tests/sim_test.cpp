@@ -161,6 +161,26 @@ TEST_CASE("the watchdog names a process that waits forever", "[sim][watchdog]") 
   }
 }
 
+TEST_CASE("the watchdog report puts the stuck model first and only a few idle daemons", "[sim][watchdog]") {
+  Simulator sim;
+  Signal never;
+  auto wait_forever = [&](const char* what) -> Task<void> { co_await never.wait(sim, what); };
+  for (int i = 0; i < 20; ++i) sim.spawn("engine" + std::to_string(i), wait_forever("work to do"), /*daemon=*/true);
+  sim.spawn("cpu7", wait_forever("a lock never released"));
+  try {
+    sim.run();
+    FAIL("run() returned");
+  } catch (const WatchdogError& e) {
+    const std::string what = e.what();
+    const auto cpu = what.find("cpu7: waits on a lock never released");
+    REQUIRE(cpu != std::string::npos);
+    CHECK(cpu < what.find("engine0 (daemon)"));
+    CHECK(what.find("engine7 (daemon)") != std::string::npos);
+    CHECK(what.find("engine8 (daemon)") == std::string::npos);
+    CHECK(what.find("... and 12 more daemons") != std::string::npos);
+  }
+}
+
 TEST_CASE("the watchdog stops a livelock that never advances time", "[sim][watchdog]") {
   Simulator sim;
   auto spinner = [&]() -> Task<void> {

@@ -144,21 +144,28 @@ void Simulator::reap_done_processes() {
 }
 
 std::string Simulator::describe_processes() const {
+  // The model's processes in full; of the daemons (device engines, idle
+  // loops), which wait for work by design, only the first few.
+  constexpr std::size_t kDaemonsShown = 8;
   std::string out;
-  for (const auto& p : processes_) {
-    if (p->done_) continue;
-    out += fmt::format("  {}{}: ", p->name_, p->daemon_ ? " (daemon)" : "");
-    if (p->waiting_) {
-      out += fmt::format("waits on {}", p->waiting_on_);
-      if (p->wait_address_ != 0) {
-        out += fmt::format(" at {:#x}", p->wait_address_);
-        if (describe_address_) out += fmt::format(" ({})", describe_address_(p->wait_address_));
+  std::size_t daemons = 0;
+  for (bool daemon : {false, true})
+    for (const auto& p : processes_) {
+      if (p->done_ || p->daemon_ != daemon) continue;
+      if (daemon && ++daemons > kDaemonsShown) continue;
+      out += fmt::format("  {}{}: ", p->name_, daemon ? " (daemon)" : "");
+      if (p->waiting_) {
+        out += fmt::format("waits on {}", p->waiting_on_);
+        if (p->wait_address_ != 0) {
+          out += fmt::format(" at {:#x}", p->wait_address_);
+          if (describe_address_) out += fmt::format(" ({})", describe_address_(p->wait_address_));
+        }
+        out += fmt::format(" since {} ({} ago)\n", format_time(p->wait_since_), format_time(now_ - p->wait_since_));
+      } else {
+        out += "runnable\n";
       }
-      out += fmt::format(" since {} ({} ago)\n", format_time(p->wait_since_), format_time(now_ - p->wait_since_));
-    } else {
-      out += "runnable\n";
     }
-  }
+  if (daemons > kDaemonsShown) out += fmt::format("  ... and {} more daemons\n", daemons - kDaemonsShown);
   return out;
 }
 
