@@ -35,7 +35,7 @@ void nothing(json&, json&, const TempDir&) {}
 std::vector<BadInput> bad_inputs() {
   return {
       {"malformed JSON", nothing, "", {"p.json", "malformed JSON at line 3"}, "{\n  \"name\": \"x\",\n}\n"},
-      {"a number no double holds", nothing, "", {"p.json", "malformed JSON: number overflow parsing '1e999'"},
+      {"a number no double holds", nothing, "", {"p.json", "a JSON value out of range: number overflow parsing '1e999'"},
        "{\"name\": 1e999}\n"},
       {"unknown key in a scenario", [](json& s, json&, const TempDir&) { s["worklaod"] = "c2c"; }, "",
        {"s.json", "worklaod", "unknown key"}},

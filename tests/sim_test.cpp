@@ -177,8 +177,23 @@ TEST_CASE("the watchdog report puts the stuck model first and only a few idle da
     CHECK(cpu < what.find("engine0 (daemon)"));
     CHECK(what.find("engine7 (daemon)") != std::string::npos);
     CHECK(what.find("engine8 (daemon)") == std::string::npos);
-    CHECK(what.find("... and 12 more daemons") != std::string::npos);
+    CHECK(what.find("... and 12 more daemons waiting for work") != std::string::npos);
   }
+}
+
+TEST_CASE("a daemon that livelocks is named even behind many idle daemons", "[sim][watchdog]") {
+  Simulator sim;
+  Signal never;
+  auto idle = [&]() -> Task<void> { co_await never.wait(sim, "work to do"); };
+  auto spinner = [&]() -> Task<void> {
+    for (;;) co_await sim.delay(0);
+  };
+  for (int i = 0; i < 20; ++i) sim.spawn("engine" + std::to_string(i), idle(), /*daemon=*/true);
+  sim.spawn("poller", spinner(), /*daemon=*/true);
+  sim.spawn("cpu0", idle());
+  RunLimits limits;
+  limits.max_events_per_tick = 10'000;
+  REQUIRE_THROWS_WITH(sim.run(limits), Catch::Contains("poller (daemon): waits on delay"));
 }
 
 TEST_CASE("the watchdog stops a livelock that never advances time", "[sim][watchdog]") {

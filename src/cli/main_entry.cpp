@@ -34,6 +34,8 @@ const std::map<std::string, Command>& commands() {
 /// so a user's word that itself holds such a token never finishes (fuzz_cli
 /// found `--t%canonical_option%`). Each '%' the user typed is shown as the
 /// full-width U+FF05 instead, which reads the same and forms no token.
+/// Reaches the protected m_substitutions of error_with_option_name (checked
+/// against Boost 1.74; a Boost that renames it fails to compile, not silently).
 std::string command_line_message(boost::program_options::error& e) {
   namespace po = boost::program_options;
   struct Substitutions : po::error_with_option_name {

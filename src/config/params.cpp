@@ -383,7 +383,7 @@ json load_json_file(const std::string& path, std::vector<std::string>* include_c
   } catch (const json::exception& e) {  // out_of_range: a number no double holds (found by fuzz_platform)
     std::string what = e.what();
     auto pos = what.find("] ");
-    throw ConfigError(path, "", "malformed JSON: " + (pos == std::string::npos ? what : what.substr(pos + 2)));
+    throw ConfigError(path, "", "a JSON value out of range: " + (pos == std::string::npos ? what : what.substr(pos + 2)));
   }
   if (!doc.is_object()) throw ConfigError(path, "", "the top level must be a JSON object");
   if (doc.contains("include")) {

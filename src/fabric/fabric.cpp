@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <fmt/format.h>
 
 namespace cohsim::fabric {
@@ -94,6 +95,9 @@ struct Fabric::HomeLine {
   /// in flight has reached its requester, so no invalidation overtakes a fill.
   bool busy = false;
   int shared_fills = 0;
+  /// The waiter the arbitration picked while it had to wait for fills: it
+  /// goes next whatever arrives meanwhile (no re-pick, no overtaking).
+  std::optional<std::uint64_t> picked_seq;
   /// A GetS that finds the line in S needs no exclusive hold.
   bool shared_fill_possible(bool gets) const { return gets && state == DirState::S; }
   struct Waiter {
@@ -338,10 +342,12 @@ void Fabric::home_release(Addr line) {
 void Fabric::grant_next(HomeLine& h) {
   if (h.busy || h.queue.empty()) return;
   std::size_t pick = 0;
-  const bool nearest = p_.arbitration == "nearest";
-  if (p_.arbitration == "random") {
+  if (h.picked_seq) {
+    while (h.queue[pick].seq != *h.picked_seq) ++pick;  // still queued: only grant_next removes waiters
+  } else if (p_.arbitration == "random") {
     pick = static_cast<std::size_t>(arbitration_rng_.below(h.queue.size()));
   } else {
+    const bool nearest = p_.arbitration == "nearest";
     for (std::size_t i = 1; i < h.queue.size(); ++i) {
       const auto &a = h.queue[i], &b = h.queue[pick];
       bool better = nearest && a.distance != b.distance ? a.distance < b.distance
@@ -352,8 +358,13 @@ void Fabric::grant_next(HomeLine& h) {
   }
   HomeLine::Waiter w = h.queue[pick];
   // The picked request waits for the fills in flight unless it is one itself;
-  // nobody overtakes it meanwhile (a stream of readers cannot starve a writer).
-  if (h.shared_fills > 0 && !h.shared_fill_possible(w.gets)) return;
+  // it stays picked, so nobody overtakes it meanwhile (under every policy, a
+  // stream of readers cannot starve a writer).
+  if (h.shared_fills > 0 && !h.shared_fill_possible(w.gets)) {
+    h.picked_seq = w.seq;
+    return;
+  }
+  h.picked_seq.reset();
   h.queue.erase(h.queue.begin() + static_cast<std::ptrdiff_t>(pick));
   h.busy = true;
   sim_.wake(w.p, w.id);

@@ -144,15 +144,17 @@ void Simulator::reap_done_processes() {
 }
 
 std::string Simulator::describe_processes() const {
-  // The model's processes in full; of the daemons (device engines, idle
-  // loops), which wait for work by design, only the first few.
-  constexpr std::size_t kDaemonsShown = 8;
+  // The model's processes in full, then busy daemons (runnable or in a
+  // delay: one may be the livelock); of the daemons waiting for work, as
+  // they do by design, only the first few.
+  constexpr std::size_t kWaitingDaemonsShown = 8;
   std::string out;
-  std::size_t daemons = 0;
+  std::size_t waiting_daemons = 0;
   for (bool daemon : {false, true})
     for (const auto& p : processes_) {
       if (p->done_ || p->daemon_ != daemon) continue;
-      if (daemon && ++daemons > kDaemonsShown) continue;
+      const bool idle = p->waiting_ && p->waiting_on_ != "delay";
+      if (daemon && idle && ++waiting_daemons > kWaitingDaemonsShown) continue;
       out += fmt::format("  {}{}: ", p->name_, daemon ? " (daemon)" : "");
       if (p->waiting_) {
         out += fmt::format("waits on {}", p->waiting_on_);
@@ -165,7 +167,8 @@ std::string Simulator::describe_processes() const {
         out += "runnable\n";
       }
     }
-  if (daemons > kDaemonsShown) out += fmt::format("  ... and {} more daemons\n", daemons - kDaemonsShown);
+  if (waiting_daemons > kWaitingDaemonsShown)
+    out += fmt::format("  ... and {} more daemons waiting for work\n", waiting_daemons - kWaitingDaemonsShown);
   return out;
 }
 

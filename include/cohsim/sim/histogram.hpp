@@ -1,5 +1,5 @@
 // A latency histogram of fixed memory: exact count and mean, percentiles to
-// within 1/128 of the value. For statistics sampled on every call of a hot
+// within 1/256 of the value. For statistics sampled on every call of a hot
 // path (a clock read), where keeping each sample would grow with run length.
 #pragma once
 
@@ -35,6 +35,7 @@ class LatencyHistogram {
   /// p100 and a constant series are exact; 0 when empty.
   double percentile_ns(double p) const {
     if (count_ == 0) return 0;
+    p = std::clamp(p, 0.0, 100.0);
     const auto rank = static_cast<std::uint64_t>(p / 100.0 * static_cast<double>(count_ - 1) + 0.5);
     std::uint64_t seen = 0;
     for (std::size_t b = 0; b < bins_.size(); ++b) {
