@@ -90,7 +90,8 @@ struct Fabric::HomeLine {
   LineData mem{};
   /// A request holds the home line: it is served one request at a time,
   /// except that a GetS of a line in S (a shared fill: data from the home,
-  /// no owner, nobody invalidated) holds it only for its directory look-up.
+  /// no owner, nobody invalidated) holds it only for its pipeline slot
+  /// (`shared_fill_interval`).
   /// Shared fills may then overlap; any other request waits until every fill
   /// in flight has reached its requester, so no invalidation overtakes a fill.
   bool busy = false;
