@@ -153,7 +153,7 @@ std::string Simulator::describe_processes() const {
   for (bool daemon : {false, true})
     for (const auto& p : processes_) {
       if (p->done_ || p->daemon_ != daemon) continue;
-      const bool idle = p->waiting_ && p->waiting_on_ != "delay";
+      const bool idle = p->waiting_ && p->waiting_on_ != kDelayWait;
       if (daemon && idle && ++waiting_daemons > kWaitingDaemonsShown) continue;
       out += fmt::format("  {}{}: ", p->name_, daemon ? " (daemon)" : "");
       if (p->waiting_) {

@@ -218,6 +218,8 @@ class Simulator {
   /// One line per live process: name, state, what it waits on, since when.
   std::string describe_processes() const;
 
+  /// What a process in delay() waits on, as the watchdog's report shows it.
+  static constexpr std::string_view kDelayWait = "delay";
   /// Awaitable: suspends the calling process for `d` picoseconds.
   auto delay(Tick d) {
     struct Awaiter {
@@ -227,7 +229,7 @@ class Simulator {
       void await_suspend(std::coroutine_handle<> h) {
         // suspend_current(h, "delay", 0, now + d), with the timeout inline.
         Process* p = sim->current_;
-        std::uint64_t id = sim->suspend_current(h, "delay", 0, kNever);
+        std::uint64_t id = sim->suspend_current(h, kDelayWait, 0, kNever);
         sim->schedule(sim->now_ + d, &Simulator::timeout_event, p, id);
       }
       void await_resume() const noexcept {}
