@@ -138,3 +138,29 @@ TEST_CASE("a platform can include a base file and override one number", "[config
   CHECK(m.fabric().params().directory_latency == sim::parse_time(base["coherence"]["directory_latency"]["value"].get<std::string>()));
   CHECK(m.cpu_count() == 96);
 }
+
+TEST_CASE("a calibrated number names the rows it was fitted to; other sources name none", "[config]") {
+  config::Provenance p;
+  p.source = "calibration: kp920.c2c.same-die minus same-cluster, with kp920.mem.node0.from-cpu24 and kp920.c2c.same-die";
+  CHECK(p.calibration_rows() == std::vector<std::string>{"kp920.c2c.same-die", "kp920.mem.node0.from-cpu24"});
+  p.source = "estimate: like kp920.c2c.same-die";
+  CHECK(p.calibration_rows().empty());
+}
+
+TEST_CASE("every row a shipped scenario's numbers say they were fitted to exists in data/calibration.json", "[config]") {
+  const auto cal = config::load_json_file(source_path("data/calibration.json"));
+  std::set<std::string> ids;
+  for (const auto& r : cal["rows"]) ids.insert(r["id"].get<std::string>());
+  int named = 0;
+  for (const auto& e : std::filesystem::directory_iterator(source_path("configs/scenarios"))) {
+    auto s = scenario::load_scenario(e.path().string(), "", {});
+    scenario::Run run(s, 1);
+    for (const auto& p : run.registry().provenance())
+      for (const auto& row : p.calibration_rows()) {
+        ++named;
+        INFO(e.path().filename().string() << ": " << p.path << " names " << row);
+        CHECK(ids.count(row) == 1);
+      }
+  }
+  CHECK(named > 0);
+}

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 namespace cohsim::config {
@@ -169,6 +170,18 @@ const json* Reader::value_of(std::string_view key, Kind kind, const Spec& s) {
     return &v["value"];
   }
   return &v;
+}
+
+std::vector<std::string> Provenance::calibration_rows() const {
+  static const std::string prefix = "calibration:";
+  std::vector<std::string> rows;
+  if (source.rfind(prefix, 0) != 0) return rows;
+  // A row id: lower-case words joined by at least two dots (kp920.c2c.same-die).
+  static const std::regex id(R"([a-z0-9]+(\.[a-z0-9][a-z0-9-]*){2,})");
+  const std::string text = source.substr(prefix.size());
+  for (std::sregex_iterator it(text.begin(), text.end(), id), end; it != end; ++it)
+    if (std::find(rows.begin(), rows.end(), it->str()) == rows.end()) rows.push_back(it->str());
+  return rows;
 }
 
 double Reader::check_range(std::string_view key, double v, const Spec& s) const {

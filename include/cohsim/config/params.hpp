@@ -56,6 +56,9 @@ struct Provenance {
   std::string source;  ///< "calibration: ...", "datasheet: ...", "estimate: ..."
   bool estimate = false;
   json range_low, range_high;  ///< for estimates, in config notation
+  /// The calibration rows this value was fitted to: the row ids (names of
+  /// the form a.b.c) its "calibration: ..." source names; empty otherwise.
+  std::vector<std::string> calibration_rows() const;
 };
 
 /// Shared state of one load: what was read, provenance, schema mode.
