@@ -29,6 +29,8 @@ int main_entry(int argc, char** argv);
 struct RunOutput {
   nlohmann::json doc;
   scenario::Results results;
+  /// The platform numbers the run read, with their sources (validate names the rows they were fitted to).
+  std::vector<config::Provenance> provenance;
 };
 /// Where and what to trace (cohsim run --trace FILE --trace-window FROM:TO).
 struct TraceOptions {

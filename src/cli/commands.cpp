@@ -144,7 +144,7 @@ RunOutput finish_run(const std::string& path, const scenario::LoadedScenario& s,
   for (const auto& o : overrides) overrides_json[o.key] = o.value;
   doc["overrides"] = overrides_json;
   for (auto it = r.extra.begin(); it != r.extra.end(); ++it) doc[it.key()] = it.value();
-  return {doc, r};
+  return {doc, r, run.registry().provenance()};
 }
 
 namespace {
