@@ -1,0 +1,223 @@
+// cohsim validate as a maintainer meets it: a row it cannot run is an ERROR,
+// known misses pass only while they miss, a row that holds may not move more
+// than 1 % from its expected prediction, lower-bound and derived rows, the
+// fitted/predicted mark, and the shipped data files agree with each other.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "src/cli/cli.hpp"
+#include "test_support.hpp"
+
+using namespace cohsim;
+using namespace cohsim::test;
+
+namespace {
+
+/// The shipped kp920.c2c.same-cluster row (34.5 ns predicted), shortened, under another id.
+json c2c_row(const std::string& id, double measured) {
+  const json cal = config::load_json_file(source_path("data/calibration.json"));
+  for (json row : cal["rows"])
+    if (row["id"] == "kp920.c2c.same-cluster") {
+      row["id"] = id;
+      row["measured"] = measured;
+      row["set"]["rounds"] = 50;
+      return row;
+    }
+  FAIL("data/calibration.json has no row kp920.c2c.same-cluster");
+  return {};
+}
+
+/// Writes a calibration file of `rows` (one row, or an array) into `dir` and runs validate on it with `extra` options.
+CliResult validate(const TempDir& dir, const json& rows, const std::string& extra = "") {
+  json doc = json::object();
+  doc["rows"] = rows.is_array() ? rows : json::array({rows});
+  const std::string cal = dir.write("calibration.json", doc.dump());
+  return run_cli("validate --calibration " + quoted(cal) + " " + extra);
+}
+
+void write_known_misses(const TempDir& dir, const json& rows) {
+  dir.write("known-misses.json", json{{"about", "test"}, {"rows", rows}}.dump());
+}
+
+}  // namespace
+
+TEST_CASE("validate reports a row whose scenario is missing as an ERROR and exits 1", "[validate]") {
+  TempDir dir;
+  json row = c2c_row("test.c2c.renamed", 34.5);
+  row["scenario"] = "configs/scenarios/c2c-renamed.json";
+  auto r = validate(dir, row);
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("ERROR") && Catch::Contains("scenario not found: configs/scenarios/c2c-renamed.json") &&
+                           Catch::Contains("0 ok, 0 known misses, 0 missed, 0 moved, 0 now fit, 1 errors"));
+}
+
+TEST_CASE("validate reports a row whose metric is missing as an ERROR and exits 1", "[validate]") {
+  TempDir dir;
+  json row = c2c_row("test.c2c.metric", 34.5);
+  row["metric"] = "one_way_nz";
+  auto r = validate(dir, row);
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("ERROR") && Catch::Contains("the run has no metric 'one_way_nz'") &&
+                           Catch::Contains("one_way_ns") && Catch::Contains("1 errors"));
+}
+
+TEST_CASE("a derived row is computed from its parts, which --row runs with it", "[validate]") {
+  TempDir dir;
+  const json ratio = {{"id", "test.c2c.ratio"}, {"derived", "test.c2c.a / test.c2c.b"}, {"measured", 1.0},
+                      {"tolerance_pct", 1}};
+  auto r = validate(dir, json::array({c2c_row("test.c2c.a", 34.5), c2c_row("test.c2c.b", 34.5), ratio}), "--row test.c2c.ratio");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("test.c2c.a ") && Catch::Contains("test.c2c.b ") && Catch::Contains("3 ok"));
+}
+
+TEST_CASE("a derived row whose part is not in the calibration file is an ERROR", "[validate]") {
+  TempDir dir;
+  const json delta = {{"id", "test.c2c.delta"}, {"derived", "test.c2c.a - test.c2c.gone"}, {"measured", 1.0},
+                      {"tolerance_pct", 1}};
+  auto r = validate(dir, json::array({c2c_row("test.c2c.a", 34.5), delta}));
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("derived from 'test.c2c.gone', which is not a row of") && Catch::Contains("1 errors"));
+}
+
+TEST_CASE("a known miss passes while it misses and fails once it fits, saying to remove it", "[validate]") {
+  TempDir dir;
+  write_known_misses(dir, {{"test.c2c.known", "the test says so"}});
+  auto still_misses = validate(dir, c2c_row("test.c2c.known", 3450.0));
+  INFO(still_misses.output);
+  CHECK(still_misses.exit_code == 0);
+  CHECK_THAT(still_misses.output, Catch::Contains("known miss") && Catch::Contains("the test says so") &&
+                                      Catch::Contains("0 ok, 1 known misses, 0 missed"));
+  auto fits = validate(dir, c2c_row("test.c2c.known", 34.5));
+  INFO(fits.output);
+  CHECK(fits.exit_code == 1);
+  CHECK_THAT(fits.output, Catch::Contains("NOW FITS") && Catch::Contains("now fits: remove it from " + dir.file("known-misses.json")) &&
+                              Catch::Contains("1 now fit"));
+}
+
+TEST_CASE("a known miss needs its reason, and must name a row of the calibration file", "[validate]") {
+  TempDir dir;
+  write_known_misses(dir, {{"test.c2c.known", ""}, {"test.c2c.renamed", "a row that was renamed"}});
+  auto r = validate(dir, c2c_row("test.c2c.known", 3450.0));
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("a known miss without a reason") &&
+                           Catch::Contains("'test.c2c.renamed' names no row of") && Catch::Contains("2 errors"));
+}
+
+TEST_CASE("a row that is not a known miss fails when it misses", "[validate]") {
+  TempDir dir;
+  auto r = validate(dir, c2c_row("test.c2c.far", 3450.0));
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("MISS") && Catch::Contains("list it with the reason in") && Catch::Contains("1 missed"));
+}
+
+TEST_CASE("a lower-bound row holds when the prediction is at least the measurement", "[validate]") {
+  TempDir dir;
+  json row = c2c_row("test.c2c.bound", 34.5);
+  row["bound"] = "at_least";
+  row["tolerance_pct"] = 0;
+  auto at = validate(dir, row);  // 34.5 >= 34.5
+  INFO(at.output);
+  CHECK(at.exit_code == 0);
+  CHECK_THAT(at.output, Catch::Contains("bound: holds at >= measured") && Catch::Contains("1 ok"));
+  row["measured"] = 20.0;  // +72 %: far above a two-sided tolerance, yet a bound holds
+  CHECK(validate(dir, row).exit_code == 0);
+  row["measured"] = 35.0;  // the prediction is 1.4 % below
+  auto below = validate(dir, row);
+  INFO(below.output);
+  CHECK(below.exit_code == 1);
+  CHECK_THAT(below.output, Catch::Contains("MISS"));
+  row["tolerance_pct"] = 2;  // as the row says: at least measured - 2 %
+  CHECK(validate(dir, row).exit_code == 0);
+}
+
+TEST_CASE("a row that holds but moved more than 1 % from its expected prediction fails, saying how to regenerate",
+          "[validate]") {
+  TempDir dir;
+  const json row = c2c_row("test.c2c.guarded", 34.5);
+  dir.write("validate-expected.json", json{{"predicted", {{"test.c2c.guarded", 34.5 * 1.02}}}}.dump());
+  auto moved = validate(dir, row);
+  INFO(moved.output);
+  CHECK(moved.exit_code == 1);
+  CHECK_THAT(moved.output, Catch::Contains("MOVED") && Catch::Contains("moved -1.96% from the expected") &&
+                               Catch::Contains("cohsim validate --write-expected --calibration") && Catch::Contains("1 moved"));
+  dir.write("validate-expected.json", json{{"predicted", {{"test.c2c.guarded", 34.5 * 1.009}}}}.dump());
+  CHECK(validate(dir, row).exit_code == 0);
+  dir.write("validate-expected.json", json{{"predicted", json::object()}}.dump());
+  auto absent = validate(dir, row);
+  INFO(absent.output);
+  CHECK(absent.exit_code == 1);
+  CHECK_THAT(absent.output, Catch::Contains("no expected prediction in"));
+}
+
+TEST_CASE("--write-expected writes the predictions and the known misses, and validate passes once new misses have reasons",
+          "[validate]") {
+  TempDir dir;
+  write_known_misses(dir, {{"test.c2c.fits-now", "listed before the model fitted it"}});
+  const json rows = json::array({c2c_row("test.c2c.fits", 34.5), c2c_row("test.c2c.misses", 3450.0),
+                                 c2c_row("test.c2c.fits-now", 34.5)});
+  auto wrote = validate(dir, rows, "--write-expected");
+  INFO(wrote.output);
+  CHECK(wrote.exit_code == 1);  // the new miss has no reason yet
+  CHECK_THAT(wrote.output, Catch::Contains("added test.c2c.misses: write why") &&
+                               Catch::Contains("removed test.c2c.fits-now (it fits now)"));
+  const json expected = config::load_json_file(dir.file("validate-expected.json"));
+  CHECK(expected["predicted"]["test.c2c.fits"].get<double>() == Approx(34.5));
+  CHECK(expected["predicted"].size() == 3);
+  json known = config::load_json_file(dir.file("known-misses.json"));
+  CHECK(known["rows"] == json{{"test.c2c.misses", ""}});
+  known["rows"]["test.c2c.misses"] = "measured a hundred times too high, on purpose";
+  dir.write("known-misses.json", known.dump());
+  auto after = validate(dir, rows);
+  INFO(after.output);
+  CHECK(after.exit_code == 0);
+  CHECK_THAT(after.output, Catch::Contains("2 ok, 1 known misses, 0 missed, 0 moved, 0 now fit, 0 errors"));
+}
+
+TEST_CASE("validate marks a row fitted with the parameters fitted to it, and other rows predicted", "[validate]") {
+  TempDir dir;
+  const std::string out = dir.file("v.json");
+  auto r = run_cli("validate --only kp920.mem.node0.from-cpu --json " + quoted(out));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  std::map<std::string, json> by_id;
+  const json doc = config::load_json_file(out);
+  for (const auto& row : doc["rows"]) by_id[row["id"].get<std::string>()] = row;
+  CHECK(by_id.at("kp920.mem.node0.from-cpu0")["kind"] == "fitted");
+  CHECK(by_id.at("kp920.mem.node0.from-cpu0")["pins"] == json::array({"platform.memory.dram_latency"}));
+  CHECK(by_id.at("kp920.mem.node0.from-cpu72")["kind"] == "predicted");
+  CHECK(by_id.at("kp920.mem.node0.from-cpu72")["pins"].empty());
+  CHECK_THAT(r.output, Catch::Contains("pins platform.memory.dram_latency"));
+}
+
+TEST_CASE("--only or --row selecting no row is bad input", "[validate]") {
+  CHECK(run_cli("validate --only no.such.prefix").exit_code == 2);
+  auto r = run_cli("validate --row kp920.c2c");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("no row 'kp920.c2c' (--row)"));
+}
+
+TEST_CASE("the shipped known misses and expected predictions name calibration rows, and every row has an expected value",
+          "[validate]") {
+  std::set<std::string> ids;
+  const json cal = config::load_json_file(source_path("data/calibration.json"));
+  for (const auto& row : cal["rows"]) ids.insert(row["id"].get<std::string>());
+  const json known = config::load_json_file(source_path("data/known-misses.json"));
+  const json expected = config::load_json_file(source_path("data/validate-expected.json"));
+  for (auto it = known["rows"].begin(); it != known["rows"].end(); ++it) {
+    INFO("known miss " << it.key());
+    CHECK(ids.count(it.key()) == 1);
+    CHECK(!it.value().get<std::string>().empty());
+  }
+  for (const auto& id : ids) {
+    INFO("row " << id);
+    CHECK(expected["predicted"].contains(id));
+  }
+  CHECK(expected["predicted"].size() == ids.size());
+}
