@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <filesystem>
 #include <fmt/format.h>
 #include <set>
 
@@ -74,13 +73,16 @@ TEST_CASE("each stable state answers its own core's load and store as the table 
   make_state(r, x, s);
   const auto ev = is_store ? CacheEvent::Store : CacheEvent::Load;
   const auto before = r.fab->cache_table().taken(s, ev);
-  if (is_store) store_on(r, 0, x, 99);
-  else load_on(r, 0, x);
+  // The rig's coherence checker throws on the first violation.
+  if (is_store) {
+    REQUIRE_NOTHROW(store_on(r, 0, x, 99));
+  } else {
+    REQUIRE_NOTHROW(load_on(r, 0, x));
+  }
   CHECK(r.fab->cache_table().taken(s, ev) == before + 1);
   const CacheState want = is_store ? CacheState::M : (s == CacheState::I ? CacheState::E : s);
   CHECK(r.fab->state_of(0, x) == want);
   CHECK(r.fab->peek(x, 8) == (is_store ? 99u : (s == CacheState::M ? 7u : 0u)));
-  CHECK(r.fab->violations() == 0);
 }
 
 TEST_CASE("each stable state answers another core's load and store as the table says", "[fabric]") {
@@ -256,13 +258,12 @@ TEST_CASE("a write waits for the shared fills in flight, and readers after it do
     write_done = r.sim.now();
   });
   for (int i = 0; i < 8; ++i) read(12 + i, t0 + 80 * kNs, late[i], nullptr);
-  r.run();
+  REQUIRE_NOTHROW(r.run());  // the coherence checker throws on the first violation
   for (int i = 0; i < 8; ++i) {
     CHECK(early[i] == 1);  // arrived before the write: served before it
     CHECK(late[i] == 2);   // arrived after it: queued behind it
   }
   CHECK(write_done > *std::max_element(early_done.begin(), early_done.end()));  // it invalidated their copies
-  CHECK(r.fab->violations() == 0);
 }
 
 TEST_CASE("a load of a modified line is forwarded by its owner, which keeps a shared copy", "[fabric]") {
@@ -293,9 +294,8 @@ TEST_CASE("N CPUs doing K atomic increments each leave exactly N*K", "[fabric]")
     spawn_at(r.sim, static_cast<Tick>(i) * 300, [&r, i, counter]() -> Task<void> {
       for (int j = 0; j < k; ++j) co_await r.cpu(i * 6).rmw(counter, 8, fabric::RmwOp::add, 1);
     });
-  r.run();
+  REQUIRE_NOTHROW(r.run());  // the coherence checker throws on the first violation
   CHECK(r.fab->peek(counter, 8) == static_cast<std::uint64_t>(n * k));
-  CHECK(r.fab->violations() == 0);
 }
 
 TEST_CASE("the random coherence tester passes at several seeds and sizes", "[fabric][selftest]") {
@@ -305,11 +305,8 @@ TEST_CASE("the random coherence tester passes at several seeds and sizes", "[fab
     std::uint64_t seed;
   };
   std::vector<Case> cases = {{"kunpeng920", 2, 3000, 1},  {"kunpeng920", 4, 3000, 2}, {"kunpeng920", 4, 3000, 3},
-                             {"kunpeng920", 32, 600, 4},  {"kunpeng920", 96, 300, 5}};
-  if (std::filesystem::exists(source_path("configs/platforms/ivybridge-ex.json")))
-    cases.push_back({"ivybridge-ex", 480, 60, 6});
-  if (std::filesystem::exists(source_path("configs/platforms/haswell-ex.json")))
-    cases.push_back({"haswell-ex", 16, 1000, 7});
+                             {"kunpeng920", 32, 600, 4},  {"kunpeng920", 96, 300, 5}, {"ivybridge-ex", 480, 60, 6},
+                             {"haswell-ex", 16, 1000, 7}};
   for (const auto& c : cases) {
     INFO(c.platform << " cpus " << c.cpus << " seed " << c.seed);
     CHECK(cli::cmd_selftest({"coherence", "--quiet", "--platform", source_path("configs/platforms/" + c.platform + ".json"),
@@ -377,8 +374,7 @@ TEST_CASE("random traffic from CPUs, a device and far atomics exercises every pr
         co_await r.sim.delay(rng.below(40) * sim::kNs);
       }
     });
-    r.run();
-    CHECK(r.fab->violations() == 0);
+    REQUIRE_NOTHROW(r.run());  // the coherence checker throws on the first violation
   }
   INFO("rows never taken:" << untaken_rows(tables.cache, tables.dir));
   CHECK(untaken_rows(tables.cache, tables.dir).empty());
