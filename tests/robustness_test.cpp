@@ -27,6 +27,7 @@ const std::map<std::string, std::vector<scenario::Override>>& small_size_overrid
       {"c2c", {{"rounds", "20"}, {"warmup", "2"}}},
       {"mem-latency", {{"loads", "300"}, {"warmup", "30"}}},
       {"ipi-bench", {{"rounds", "2"}}},
+      {"ipi-latency", {{"ipis_per_pair", "2"}}},
       {"dma-map-bench", {{"duration", "\"20us\""}, {"warmup", "\"5us\""}}},
       {"spinlock", {{"sections", "100"}}},
       {"aim7-compute", {{"duration", "\"2ms\""}, {"warmup", "\"1ms\""}}},
@@ -83,7 +84,8 @@ TEST_CASE("every shipped scenario gives identical metrics when run twice at a sm
     const std::string workload = workload_of(path.string());
     auto sets = small_size_overrides().find(workload);
     if (sets == small_size_overrides().end()) {
-      WARN("skipped " << path.filename().string() << ": no small size known for workload '" << workload << "'");
+      FAIL_CHECK(path.filename().string() << ": no small size known for workload '" << workload
+                                          << "': add one to small_size_overrides()");
       continue;
     }
     DYNAMIC_SECTION(path.filename().string()) {
