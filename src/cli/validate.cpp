@@ -452,8 +452,8 @@ int cmd_validate(const std::vector<std::string>& args) {
                  "  NOW FITS    a known miss that holds: remove it from the known-miss file\n"
                  "  MOVED       holds, but moved more than 1 % from its expected prediction: after an intended change\n"
                  "              run `cohsim validate --write-expected`\n"
-                 "  ERROR       no prediction: the scenario, the metric or a derived row's part is missing, the run\n"
-                 "              failed, or the row lacks an expected prediction or its known-miss reason\n"
+                 "  ERROR       cannot be judged: the scenario, the metric or a derived row's part is missing, the\n"
+                 "              run failed, or the row lacks its expected prediction or its known-miss reason\n"
                  "Exit 1 if any row is MISS, NOW FITS, MOVED or ERROR; 2 for a malformed file or option.\n\n"
               << d << "\n";
     return kOk;
