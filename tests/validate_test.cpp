@@ -156,7 +156,7 @@ TEST_CASE("a row that holds but moved more than 1 % from its expected prediction
   CHECK_THAT(absent.output, Catch::Contains("no expected prediction in"));
 }
 
-TEST_CASE("--write-expected writes the predictions and the known misses, and validate passes once new misses have reasons",
+TEST_CASE("validate --write-expected writes the predictions and the known misses, and validate passes once new misses have reasons",
           "[validate]") {
   TempDir dir;
   write_known_misses(dir, {{"test.c2c.fits-now", "listed before the model fitted it"}});
@@ -196,7 +196,7 @@ TEST_CASE("validate marks a row fitted with the parameters fitted to it, and oth
   CHECK_THAT(r.output, Catch::Contains("pins platform.memory.dram_latency"));
 }
 
-TEST_CASE("--only or --row selecting no row is bad input", "[validate]") {
+TEST_CASE("validate with --only or --row selecting no row is bad input", "[validate]") {
   CHECK(run_cli("validate --only no.such.prefix").exit_code == 2);
   auto r = run_cli("validate --row kp920.c2c");
   CHECK(r.exit_code == 2);
