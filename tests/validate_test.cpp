@@ -49,7 +49,8 @@ TEST_CASE("validate reports a row whose scenario is missing as an ERROR and exit
   auto r = validate(dir, row);
   INFO(r.output);
   CHECK(r.exit_code == 1);
-  CHECK_THAT(r.output, Catch::Contains("ERROR") && Catch::Contains("scenario not found: configs/scenarios/c2c-renamed.json") &&
+  CHECK_THAT(r.output, Catch::Contains("ERROR") &&
+                           Catch::Contains("scenario not found: configs/scenarios/c2c-renamed.json") &&
                            Catch::Contains("0 ok, 0 known misses, 0 missed, 0 moved, 0 now fit, 1 errors"));
 }
 
@@ -66,9 +67,10 @@ TEST_CASE("validate reports a row whose metric is missing as an ERROR and exits 
 
 TEST_CASE("a derived row is computed from its parts, which --row runs with it", "[validate]") {
   TempDir dir;
-  const json ratio = {{"id", "test.c2c.ratio"}, {"derived", "test.c2c.a / test.c2c.b"}, {"measured", 1.0},
-                      {"tolerance_pct", 1}};
-  auto r = validate(dir, json::array({c2c_row("test.c2c.a", 34.5), c2c_row("test.c2c.b", 34.5), ratio}), "--row test.c2c.ratio");
+  const json ratio = {
+      {"id", "test.c2c.ratio"}, {"derived", "test.c2c.a / test.c2c.b"}, {"measured", 1.0}, {"tolerance_pct", 1}};
+  auto r = validate(dir, json::array({c2c_row("test.c2c.a", 34.5), c2c_row("test.c2c.b", 34.5), ratio}),
+                    "--row test.c2c.ratio");
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("test.c2c.a ") && Catch::Contains("test.c2c.b ") && Catch::Contains("3 ok"));
@@ -76,12 +78,13 @@ TEST_CASE("a derived row is computed from its parts, which --row runs with it", 
 
 TEST_CASE("a derived row whose part is not in the calibration file is an ERROR", "[validate]") {
   TempDir dir;
-  const json delta = {{"id", "test.c2c.delta"}, {"derived", "test.c2c.a - test.c2c.gone"}, {"measured", 1.0},
-                      {"tolerance_pct", 1}};
+  const json delta = {
+      {"id", "test.c2c.delta"}, {"derived", "test.c2c.a - test.c2c.gone"}, {"measured", 1.0}, {"tolerance_pct", 1}};
   auto r = validate(dir, json::array({c2c_row("test.c2c.a", 34.5), delta}));
   INFO(r.output);
   CHECK(r.exit_code == 1);
-  CHECK_THAT(r.output, Catch::Contains("derived from 'test.c2c.gone', which is not a row of") && Catch::Contains("1 errors"));
+  CHECK_THAT(r.output,
+             Catch::Contains("derived from 'test.c2c.gone', which is not a row of") && Catch::Contains("1 errors"));
 }
 
 TEST_CASE("a known miss passes while it misses and fails once it fits, saying to remove it", "[validate]") {
@@ -95,7 +98,8 @@ TEST_CASE("a known miss passes while it misses and fails once it fits, saying to
   auto fits = validate(dir, c2c_row("test.c2c.known", 34.5));
   INFO(fits.output);
   CHECK(fits.exit_code == 1);
-  CHECK_THAT(fits.output, Catch::Contains("NOW FITS") && Catch::Contains("now fits: remove it from " + dir.file("known-misses.json")) &&
+  CHECK_THAT(fits.output, Catch::Contains("NOW FITS") &&
+                              Catch::Contains("now fits: remove it from " + dir.file("known-misses.json")) &&
                               Catch::Contains("1 now fit"));
 }
 
@@ -114,7 +118,8 @@ TEST_CASE("a row that is not a known miss fails when it misses", "[validate]") {
   auto r = validate(dir, c2c_row("test.c2c.far", 3450.0));
   INFO(r.output);
   CHECK(r.exit_code == 1);
-  CHECK_THAT(r.output, Catch::Contains("MISS") && Catch::Contains("list it with the reason in") && Catch::Contains("1 missed"));
+  CHECK_THAT(r.output,
+             Catch::Contains("MISS") && Catch::Contains("list it with the reason in") && Catch::Contains("1 missed"));
 }
 
 TEST_CASE("a lower-bound row holds when the prediction is at least the measurement", "[validate]") {
@@ -146,7 +151,8 @@ TEST_CASE("a row that holds but moved more than 1 % from its expected prediction
   INFO(moved.output);
   CHECK(moved.exit_code == 1);
   CHECK_THAT(moved.output, Catch::Contains("MOVED") && Catch::Contains("moved -1.96% from the expected") &&
-                               Catch::Contains("cohsim validate --write-expected --calibration") && Catch::Contains("1 moved"));
+                               Catch::Contains("cohsim validate --write-expected --calibration") &&
+                               Catch::Contains("1 moved"));
   dir.write("validate-expected.json", json{{"predicted", {{"test.c2c.guarded", 34.5 * 1.009}}}}.dump());
   CHECK(validate(dir, row).exit_code == 0);
   dir.write("validate-expected.json", json{{"predicted", json::object()}}.dump());
@@ -156,12 +162,14 @@ TEST_CASE("a row that holds but moved more than 1 % from its expected prediction
   CHECK_THAT(absent.output, Catch::Contains("no expected prediction in"));
 }
 
-TEST_CASE("validate --write-expected writes the predictions and the known misses, and validate passes once new misses have reasons",
-          "[validate]") {
+TEST_CASE(
+    "validate --write-expected writes the predictions and the known misses, and validate passes once new misses have "
+    "reasons",
+    "[validate]") {
   TempDir dir;
   write_known_misses(dir, {{"test.c2c.fits-now", "listed before the model fitted it"}});
-  const json rows = json::array({c2c_row("test.c2c.fits", 34.5), c2c_row("test.c2c.misses", 3450.0),
-                                 c2c_row("test.c2c.fits-now", 34.5)});
+  const json rows = json::array(
+      {c2c_row("test.c2c.fits", 34.5), c2c_row("test.c2c.misses", 3450.0), c2c_row("test.c2c.fits-now", 34.5)});
   auto wrote = validate(dir, rows, "--write-expected");
   INFO(wrote.output);
   CHECK(wrote.exit_code == 1);  // the new miss has no reason yet
@@ -203,8 +211,9 @@ TEST_CASE("validate with --only or --row selecting no row is bad input", "[valid
   CHECK_THAT(r.output, Catch::Contains("no row 'kp920.c2c' (--row)"));
 }
 
-TEST_CASE("the shipped known misses and expected predictions name calibration rows, and every row has an expected value",
-          "[validate]") {
+TEST_CASE(
+    "the shipped known misses and expected predictions name calibration rows, and every row has an expected value",
+    "[validate]") {
   std::set<std::string> ids;
   const json cal = config::load_json_file(source_path("data/calibration.json"));
   for (const auto& row : cal["rows"]) ids.insert(row["id"].get<std::string>());

@@ -80,8 +80,8 @@ double row_number(const json& r, const std::string& file, const std::string& at,
 
 /// Reads and checks every row of a calibration file (bad input: a ConfigError naming the row's path).
 std::vector<CalibrationRow> read_calibration(const std::string& file) {
-  static const std::set<std::string> kKeys = {"id",        "scenario", "variant", "set",    "metric", "measured",
-                                              "tolerance_pct", "unit", "source",  "derived", "bound"};
+  static const std::set<std::string> kKeys = {
+      "id", "scenario", "variant", "set", "metric", "measured", "tolerance_pct", "unit", "source", "derived", "bound"};
   const json cal = config::load_json_file(file);
   if (!cal.is_object() || !cal.contains("rows") || !cal["rows"].is_array())
     throw config::ConfigError(file, "rows", "expected an array of calibration rows");
@@ -93,9 +93,10 @@ std::vector<CalibrationRow> read_calibration(const std::string& file) {
     if (!r.is_object()) throw config::ConfigError(file, at, fmt::format("value {}: expected an object", r.dump()));
     for (auto it = r.begin(); it != r.end(); ++it)
       if (!kKeys.count(it.key()))
-        throw config::ConfigError(file, at + "." + it.key(),
-                                  "unknown key (a row has: id, scenario, variant, set, metric, measured, tolerance_pct, "
-                                  "unit, source, derived, bound)");
+        throw config::ConfigError(
+            file, at + "." + it.key(),
+            "unknown key (a row has: id, scenario, variant, set, metric, measured, tolerance_pct, "
+            "unit, source, derived, bound)");
     CalibrationRow row;
     row.id = row_text(r, file, at, "id", true);
     if (!ids.insert(row.id).second)
@@ -103,9 +104,11 @@ std::vector<CalibrationRow> read_calibration(const std::string& file) {
     row.measured = row_number(r, file, at, "measured");
     row.tolerance_pct = row_number(r, file, at, "tolerance_pct");
     if (row.tolerance_pct < 0)
-      throw config::ConfigError(file, at + ".tolerance_pct", fmt::format("value {}: must be at least 0", row.tolerance_pct));
+      throw config::ConfigError(file, at + ".tolerance_pct",
+                                fmt::format("value {}: must be at least 0", row.tolerance_pct));
     if (row.measured == 0)
-      throw config::ConfigError(file, at + ".measured", "value 0: the error is relative to the measurement, which must not be 0");
+      throw config::ConfigError(file, at + ".measured",
+                                "value 0: the error is relative to the measurement, which must not be 0");
     row.unit = row_text(r, file, at, "unit", false);
     row.source = row_text(r, file, at, "source", false);
     const std::string bound = row_text(r, file, at, "bound", false);
@@ -128,7 +131,8 @@ std::vector<CalibrationRow> read_calibration(const std::string& file) {
       row.variant = row_text(r, file, at, "variant", false);
       if (r.contains("set")) {
         if (!r["set"].is_object())
-          throw config::ConfigError(file, at + ".set", fmt::format("value {}: expected an object KEY: VALUE", r["set"].dump()));
+          throw config::ConfigError(file, at + ".set",
+                                    fmt::format("value {}: expected an object KEY: VALUE", r["set"].dump()));
         for (auto it = r["set"].begin(); it != r["set"].end(); ++it)
           row.sets.push_back({it.key(), it.value().is_string() ? it.value().get<std::string>() : it.value().dump()});
       }
@@ -160,8 +164,9 @@ std::map<std::string, std::string> read_known_misses(const std::string& file) {
     throw config::ConfigError(file, "rows", "expected an object: row id -> why the model misses it");
   for (auto it = doc["rows"].begin(); it != doc["rows"].end(); ++it) {
     if (!it.value().is_string())
-      throw config::ConfigError(file, "rows." + it.key(),
-                                fmt::format("value {}: expected the reason the model misses it, as text", it.value().dump()));
+      throw config::ConfigError(
+          file, "rows." + it.key(),
+          fmt::format("value {}: expected the reason the model misses it, as text", it.value().dump()));
     out[it.key()] = it.value().get<std::string>();
   }
   return out;
@@ -176,10 +181,23 @@ std::optional<std::map<std::string, double>> read_expected(const std::string& fi
   std::map<std::string, double> out;
   for (auto it = doc["predicted"].begin(); it != doc["predicted"].end(); ++it) {
     if (!it.value().is_number())
-      throw config::ConfigError(file, "predicted." + it.key(), fmt::format("value {}: expected a number", it.value().dump()));
+      throw config::ConfigError(file, "predicted." + it.key(),
+                                fmt::format("value {}: expected a number", it.value().dump()));
     out[it.key()] = it.value().get<double>();
   }
   return out;
+}
+
+/// The prediction's error relative to the measurement, percent.
+double error_pct(const CalibrationRow& row, double predicted) {
+  return 100.0 * (predicted - row.measured) / std::fabs(row.measured);
+}
+
+/// Whether a prediction meets the row: within its tolerance, or for a lower
+/// bound at least the measurement (less the tolerance).
+bool holds(const CalibrationRow& row, double predicted) {
+  const double e = error_pct(row, predicted);
+  return row.at_least ? e >= -row.tolerance_pct : std::fabs(e) <= row.tolerance_pct;
 }
 
 /// `cohsim run ...` for a row, so an error can be reproduced.
@@ -245,7 +263,8 @@ class Predictor {
     Prediction p;
     const std::string path = std::filesystem::exists(row.scenario) ? row.scenario : source_dir() + "/" + row.scenario;
     if (!std::filesystem::exists(path)) {
-      p.error = fmt::format("scenario not found: {} (looked in the working directory and in {})", row.scenario, source_dir());
+      p.error =
+          fmt::format("scenario not found: {} (looked in the working directory and in {})", row.scenario, source_dir());
       return p;
     }
     std::string key = path + "\n" + row.variant;
@@ -313,13 +332,13 @@ Verdict judge(const CalibrationRow& row, const Prediction& p, const Judging& j) 
     return v;
   }
   v.predicted = p.value;
-  v.error_pct = 100.0 * (p.value - row.measured) / std::fabs(row.measured);
-  const bool holds = row.at_least ? v.error_pct >= -row.tolerance_pct : std::fabs(v.error_pct) <= row.tolerance_pct;
+  v.error_pct = error_pct(row, p.value);
+  const bool fits = holds(row, p.value);
   if (auto known = j.known_misses.find(row.id); known != j.known_misses.end()) {
     if (known->second.empty()) {
       v.status = "ERROR";
       v.note = fmt::format("a known miss without a reason: write why the model misses it in {}", j.known_misses_file);
-    } else if (holds) {
+    } else if (fits) {
       v.status = "NOW FITS";
       v.note = fmt::format("now fits: remove it from {} (it was listed as: {})", j.known_misses_file, known->second);
     } else {
@@ -328,7 +347,7 @@ Verdict judge(const CalibrationRow& row, const Prediction& p, const Judging& j) 
     }
     return v;
   }
-  if (!holds) {
+  if (!fits) {
     v.status = "MISS";
     v.note = fmt::format("if the model cannot fit it yet, list it with the reason in {}", j.known_misses_file);
     return v;
@@ -341,7 +360,8 @@ Verdict judge(const CalibrationRow& row, const Prediction& p, const Judging& j) 
       return v;
     }
     v.expected = e->second;
-    v.moved_pct = e->second != 0 ? 100.0 * (p.value - e->second) / std::fabs(e->second) : (p.value == 0 ? 0.0 : INFINITY);
+    v.moved_pct =
+        e->second != 0 ? 100.0 * (p.value - e->second) / std::fabs(e->second) : (p.value == 0 ? 0.0 : INFINITY);
     if (std::fabs(v.moved_pct) > kRegressionTolerancePct) {
       v.status = "MOVED";
       v.note = fmt::format(
@@ -359,11 +379,13 @@ std::string row_line(const CalibrationRow& row, const Verdict& v) {
   const std::string kind = v.pins.empty() ? "predicted" : "fitted";
   std::string line;
   if (std::isnan(v.predicted)) {
-    line = fmt::format("{:<34} {:>10}  {:<9} {:>10}  measured {:>10.4g} {}\n", row.id, v.status, kind, "-", row.measured, row.unit);
+    line = fmt::format("{:<34} {:>10}  {:<9} {:>10}  measured {:>10.4g} {}\n", row.id, v.status, kind, "-",
+                       row.measured, row.unit);
   } else {
-    const std::string rule = row.at_least ? (row.tolerance_pct == 0 ? "bound: holds at >= measured"
-                                                                    : fmt::format("bound: holds at >= measured - {:g}%", row.tolerance_pct))
-                                          : fmt::format("tol {:g}%", row.tolerance_pct);
+    const std::string rule =
+        row.at_least ? (row.tolerance_pct == 0 ? "bound: holds at >= measured"
+                                               : fmt::format("bound: holds at >= measured - {:g}%", row.tolerance_pct))
+                     : fmt::format("tol {:g}%", row.tolerance_pct);
     line = fmt::format("{:<34} {:>10}  {:<9} {:>10.4g}  measured {:>10.4g} {:<5} error {:>+7.1f}%  ({})\n", row.id,
                        v.status, kind, v.predicted, row.measured, row.unit, v.error_pct, rule);
   }
@@ -377,9 +399,9 @@ std::string row_line(const CalibrationRow& row, const Verdict& v) {
 }
 
 json row_json(const CalibrationRow& row, const Verdict& v) {
-  json j = {{"id", row.id},         {"status", v.status}, {"kind", v.pins.empty() ? "predicted" : "fitted"},
-            {"pins", v.pins},       {"measured", row.measured}, {"tolerance_pct", row.tolerance_pct},
-            {"unit", row.unit},     {"source", row.source}};
+  json j = {{"id", row.id},     {"status", v.status},       {"kind", v.pins.empty() ? "predicted" : "fitted"},
+            {"pins", v.pins},   {"measured", row.measured}, {"tolerance_pct", row.tolerance_pct},
+            {"unit", row.unit}, {"source", row.source}};
   if (row.at_least) j["bound"] = "at_least";
   if (!std::isnan(v.predicted)) {
     j["predicted"] = v.predicted;
@@ -397,19 +419,22 @@ json row_json(const CalibrationRow& row, const Verdict& v) {
 /// (entries of rows not run are kept, unless every row was run). Prints what changed in the list.
 void write_expected(const std::vector<const CalibrationRow*>& selected, Predictor& predictor, const Judging& j,
                     bool every_row) {
-  std::map<std::string, double> expected = every_row ? std::map<std::string, double>{} : j.expected.value_or(std::map<std::string, double>{});
+  std::map<std::string, double> expected;
+  if (!every_row && j.expected) expected = *j.expected;
   std::map<std::string, std::string> known;
   for (const auto& [id, reason] : j.known_misses) {
-    if (predictor.find(id) != nullptr || !every_row) known[id] = reason;
-    else std::cout << fmt::format("{}: dropped {} (no such row)\n", j.known_misses_file, id);
+    if (predictor.find(id) != nullptr || !every_row)
+      known[id] = reason;
+    else
+      std::cout << fmt::format("{}: dropped {} (no such row)\n", j.known_misses_file, id);
   }
   for (const CalibrationRow* row : selected) {
     const Prediction& p = predictor.predict(row->id);
     expected[row->id] = p.value;
-    const double error = 100.0 * (p.value - row->measured) / std::fabs(row->measured);
-    const bool holds = row->at_least ? error >= -row->tolerance_pct : std::fabs(error) <= row->tolerance_pct;
-    if (holds && known.erase(row->id) == 1) std::cout << fmt::format("{}: removed {} (it fits now)\n", j.known_misses_file, row->id);
-    if (!holds && known.emplace(row->id, "").second)
+    const bool fits = holds(*row, p.value);
+    if (fits && known.erase(row->id) == 1)
+      std::cout << fmt::format("{}: removed {} (it fits now)\n", j.known_misses_file, row->id);
+    if (!fits && known.emplace(row->id, "").second)
       std::cout << fmt::format("{}: added {}: write why the model misses it there\n", j.known_misses_file, row->id);
   }
   json predicted = json::object();
@@ -443,19 +468,20 @@ int cmd_validate(const std::vector<std::string>& args) {
   po::store(po::command_line_parser(args).options(d).run(), vm);
   po::notify(vm);
   if (vm.count("help")) {
-    std::cout << "Runs every calibration row and prints predicted vs measured. A row is 'fitted' when a platform\n"
-                 "parameter's source names it (the parameters it pins are listed), else 'predicted'. Statuses:\n"
-                 "  ok          holds its tolerance (a \"bound\": \"at_least\" row: the prediction is at least measured)\n"
-                 "              and is within 1 % of its expected prediction\n"
-                 "  known miss  misses, and the known-miss file says why (passes)\n"
-                 "  MISS        misses its tolerance and is not a known miss\n"
-                 "  NOW FITS    a known miss that holds: remove it from the known-miss file\n"
-                 "  MOVED       holds, but moved more than 1 % from its expected prediction: after an intended change\n"
-                 "              run `cohsim validate --write-expected`\n"
-                 "  ERROR       cannot be judged: the scenario, the metric or a derived row's part is missing, the\n"
-                 "              run failed, or the row lacks its expected prediction or its known-miss reason\n"
-                 "Exit 1 if any row is MISS, NOW FITS, MOVED or ERROR; 2 for a malformed file or option.\n\n"
-              << d << "\n";
+    std::cout
+        << "Runs every calibration row and prints predicted vs measured. A row is 'fitted' when a platform\n"
+           "parameter's source names it (the parameters it pins are listed), else 'predicted'. Statuses:\n"
+           "  ok          holds its tolerance (a \"bound\": \"at_least\" row: the prediction is at least measured)\n"
+           "              and is within 1 % of its expected prediction\n"
+           "  known miss  misses, and the known-miss file says why (passes)\n"
+           "  MISS        misses its tolerance and is not a known miss\n"
+           "  NOW FITS    a known miss that holds: remove it from the known-miss file\n"
+           "  MOVED       holds, but moved more than 1 % from its expected prediction: after an intended change\n"
+           "              run `cohsim validate --write-expected`\n"
+           "  ERROR       cannot be judged: the scenario, the metric or a derived row's part is missing, the\n"
+           "              run failed, or the row lacks its expected prediction or its known-miss reason\n"
+           "Exit 1 if any row is MISS, NOW FITS, MOVED or ERROR; 2 for a malformed file or option.\n\n"
+        << d << "\n";
     return kOk;
   }
   const std::string dir = std::filesystem::path(calibration).parent_path().string();
@@ -504,7 +530,8 @@ int cmd_validate(const std::vector<std::string>& args) {
     j.expected = read_expected(j.expected_file);
   }
   if (!j.expected && !quiet)
-    std::cout << fmt::format("no {}: the 1 % regression check is off (`{}` writes it)\n", j.expected_file, j.regenerate);
+    std::cout << fmt::format("no {}: the 1 % regression check is off (`{}` writes it)\n", j.expected_file,
+                             j.regenerate);
 
   std::map<std::string, int> count;
   json out = json::array();
@@ -530,10 +557,12 @@ int cmd_validate(const std::vector<std::string>& args) {
       for (const auto& [id, value] : *j.expected)
         if (predictor.find(id) == nullptr) stale(j.expected_file, id);
   }
-  std::cout << fmt::format("validate: {} ok, {} known misses, {} missed, {} moved, {} now fit, {} errors\n", count["ok"],
-                           count["known miss"], count["MISS"], count["MOVED"], count["NOW FITS"], count["ERROR"]);
+  std::cout << fmt::format("validate: {} ok, {} known misses, {} missed, {} moved, {} now fit, {} errors\n",
+                           count["ok"], count["known miss"], count["MISS"], count["MOVED"], count["NOW FITS"],
+                           count["ERROR"]);
   if (!json_out.empty())
-    write_file_atomically(json_out, json{{"rows", out}}.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    write_file_atomically(json_out,
+                          json{{"rows", out}}.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   const int failed = count["MISS"] + count["MOVED"] + count["NOW FITS"] + count["ERROR"];
   return failed > 0 ? kCheckFailed : kOk;
 }
