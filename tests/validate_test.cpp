@@ -3,7 +3,6 @@
 // than 1 % from its expected prediction, lower-bound and derived rows, the
 // fitted/predicted mark, and the shipped data files agree with each other.
 #include <catch2/catch.hpp>
-
 #include <set>
 
 #include "src/cli/cli.hpp"
@@ -51,6 +50,7 @@ TEST_CASE("validate reports a row whose scenario is missing as an ERROR and exit
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Catch::Contains("ERROR") &&
                            Catch::Contains("scenario not found: configs/scenarios/c2c-renamed.json") &&
+                           Catch::Contains("ERROR  unknown") &&
                            Catch::Contains("0 ok, 0 known misses, 0 missed, 0 moved, 0 now fit, 1 errors"));
 }
 
@@ -62,7 +62,8 @@ TEST_CASE("validate reports a row whose metric is missing as an ERROR and exits 
   INFO(r.output);
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Catch::Contains("ERROR") && Catch::Contains("the run has no metric 'one_way_nz'") &&
-                           Catch::Contains("one_way_ns") && Catch::Contains("1 errors"));
+                           Catch::Contains("ERROR  predicted") && Catch::Contains("one_way_ns") &&
+                           Catch::Contains("1 errors"));
 }
 
 TEST_CASE("a derived row is computed from its parts, which --row runs with it", "[validate]") {

@@ -49,6 +49,7 @@ struct Prediction {
 struct Verdict {
   std::string status;  ///< ok | known miss | MISS | NOW FITS | MOVED | ERROR
   double predicted = NAN, error_pct = NAN, expected = NAN, moved_pct = NAN;
+  std::string kind;               ///< fitted | predicted | unknown (no run to tell)
   std::vector<std::string> pins;  ///< the platform parameters fitted to this row; empty: the row is a prediction
   std::string note;               ///< why, for every status but ok
 };
@@ -286,6 +287,7 @@ class Predictor {
       p.error = c.error;
       return p;
     }
+    p.provenance.push_back(&c.provenance);
     if (!c.results.has(row.metric)) {
       constexpr std::size_t kNamesShown = 12;
       std::string known;
@@ -295,7 +297,6 @@ class Predictor {
       return p;
     }
     p.value = c.results.get(row.metric);
-    p.provenance.push_back(&c.provenance);
     return p;
   }
 
@@ -326,6 +327,7 @@ struct Judging {
 Verdict judge(const CalibrationRow& row, const Prediction& p, const Judging& j) {
   Verdict v;
   v.pins = pins_of(row.id, p);
+  v.kind = !v.pins.empty() ? "fitted" : p.provenance.empty() ? "unknown" : "predicted";
   if (!p.error.empty()) {
     v.status = "ERROR";
     v.note = p.error;
@@ -376,10 +378,9 @@ Verdict judge(const CalibrationRow& row, const Prediction& p, const Judging& j) 
 }
 
 std::string row_line(const CalibrationRow& row, const Verdict& v) {
-  const std::string kind = v.pins.empty() ? "predicted" : "fitted";
   std::string line;
   if (std::isnan(v.predicted)) {
-    line = fmt::format("{:<34} {:>10}  {:<9} {:>10}  measured {:>10.4g} {}\n", row.id, v.status, kind, "-",
+    line = fmt::format("{:<34} {:>10}  {:<9} {:>10}  measured {:>10.4g} {}\n", row.id, v.status, v.kind, "-",
                        row.measured, row.unit);
   } else {
     const std::string rule =
@@ -387,7 +388,7 @@ std::string row_line(const CalibrationRow& row, const Verdict& v) {
                                                : fmt::format("bound: holds at >= measured - {:g}%", row.tolerance_pct))
                      : fmt::format("tol {:g}%", row.tolerance_pct);
     line = fmt::format("{:<34} {:>10}  {:<9} {:>10.4g}  measured {:>10.4g} {:<5} error {:>+7.1f}%  ({})\n", row.id,
-                       v.status, kind, v.predicted, row.measured, row.unit, v.error_pct, rule);
+                       v.status, v.kind, v.predicted, row.measured, row.unit, v.error_pct, rule);
   }
   if (!v.pins.empty()) {
     line += "    pins";
@@ -399,7 +400,7 @@ std::string row_line(const CalibrationRow& row, const Verdict& v) {
 }
 
 json row_json(const CalibrationRow& row, const Verdict& v) {
-  json j = {{"id", row.id},     {"status", v.status},       {"kind", v.pins.empty() ? "predicted" : "fitted"},
+  json j = {{"id", row.id},     {"status", v.status},       {"kind", v.kind},
             {"pins", v.pins},   {"measured", row.measured}, {"tolerance_pct", row.tolerance_pct},
             {"unit", row.unit}, {"source", row.source}};
   if (row.at_least) j["bound"] = "at_least";
@@ -470,7 +471,8 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (vm.count("help")) {
     std::cout
         << "Runs every calibration row and prints predicted vs measured. A row is 'fitted' when a platform\n"
-           "parameter's source names it (the parameters it pins are listed), else 'predicted'. Statuses:\n"
+           "parameter's source names it (the parameters it pins are listed), else 'predicted' ('unknown':\n"
+           "not run). Statuses:\n"
            "  ok          holds its tolerance (a \"bound\": \"at_least\" row: the prediction is at least measured)\n"
            "              and is within 1 % of its expected prediction\n"
            "  known miss  misses, and the known-miss file says why (passes)\n"
