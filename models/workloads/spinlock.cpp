@@ -1,14 +1,15 @@
 // Spinlock contention: threads on a list of CPUs take one lock around a short
 // critical section (a little arithmetic, then one bit flipped at a
 // pseudo-random place of a shared 1 MiB array) until a fixed number of
-// critical sections is done in total. Three locks:
+// critical sections is done in total. Three locks (models/kernel/qspinlock.hpp
+// and spinlock_kinds.hpp):
 //   tas       glibc pthread_spin_lock (nptl/pthread_spin_lock.c, glibc 2.28+):
 //             an atomic exchange, then test-and-test-and-set: spin on plain
-//             loads until the word is 0, exchange again. Unlock: store-release 0.
+//             loads until the word is 0, then a CAS. Unlock: store-release 0.
 //   ticket    the arm64 ticket lock of Linux 4.x (arch/arm64/include/asm/spinlock.h
 //             before 4.19): fetch-add on `next`, spin (WFE) until `owner` equals
-//             the ticket; unlock: store-release owner + 1 (a halfword).
-//   qspinlock Linux qspinlock (kernel/locking/qspinlock.c, v5.x, NR_CPUS < 16K):
+//             the ticket; unlock: owner + 1 with release (a halfword).
+//   qspinlock Linux qspinlock (kernel/locking/qspinlock.c, v5.9, NR_CPUS < 16K):
 //             cmpxchg fast path; a pending bit for the first waiter; an MCS queue
 //             of per-CPU nodes for the rest, each spinning on its own node.
 // The lock and the array are a module's globals: on the node of the first CPU
@@ -30,9 +31,7 @@ namespace {
 
 using config::Spec;
 using cpu::Cpu;
-using cpu::Order;
 using fabric::Addr;
-using fabric::RmwOp;
 using scenario::Machine;
 using scenario::Results;
 using sim::Task;
