@@ -20,6 +20,7 @@ namespace {
 
 // Byte offsets of the fields of struct qspinlock (little endian).
 constexpr Addr kPendingByte = 1, kTailHalf = 2;
+constexpr std::uint32_t kPendingMask = 0xff00;  // _Q_PENDING_MASK: the pending byte
 
 // _Q_PENDING_LOOPS: how often the pending->locked hand-over is re-read.
 int pending_loops(const cpu::Cpu& c) { return c.is_arm() ? 1 : 1 << 9; }
@@ -34,7 +35,7 @@ Task<std::uint32_t> queued_fetch_set_pending_acquire(cpu::Cpu& c, Addr val) {
   }
   const auto old = static_cast<std::uint32_t>(co_await c.rmw(val, 4, RmwOp::bit_or, kQPendingVal, 0, Order::full));
   const auto now = static_cast<std::uint32_t>(co_await c.load(val, 4));
-  co_return (old & kQPendingVal) | (now & ~kQPendingVal);
+  co_return (old & kQPendingVal) | (now & ~kPendingMask);
 }
 
 // smp_wmb: dmb ishst on arm64, a compiler barrier on x86.
@@ -128,7 +129,7 @@ Task<void> queued_spin_lock_slowpath(cpu::Cpu& c, Qspinlock lock, std::uint32_t 
       co_return;
     }
     // A concurrent locker: undo the pending bit if we set it (clear_pending), and queue.
-    if (!(val & kQPendingVal)) co_await c.store(lock.val + kPendingByte, 1, 0, Order::relaxed);
+    if (!(val & kPendingMask)) co_await c.store(lock.val + kPendingByte, 1, 0, Order::relaxed);
   }
   co_await queue(c, lock);
 }

@@ -43,6 +43,8 @@ constexpr std::uint32_t encode_tail(int cpu, int idx) {
 }
 
 /// The per-CPU MCS nodes (DEFINE_PER_CPU_ALIGNED(struct qnode, qnodes[MAX_NODES])).
+/// The kernel has one set for all its spinlocks; here each model that takes
+/// spinlocks holds one, the same thing while one such model runs on a machine.
 class Qnodes {
  public:
   /// struct mcs_spinlock field offsets and size.
