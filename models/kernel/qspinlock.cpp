@@ -20,6 +20,7 @@ namespace {
 
 // Byte offsets of the fields of struct qspinlock (little endian).
 constexpr Addr kPendingByte = 1, kTailHalf = 2;
+constexpr std::uint32_t kLockedMask = 0xff;     // _Q_LOCKED_MASK: the locked byte
 constexpr std::uint32_t kPendingMask = 0xff00;  // _Q_PENDING_MASK: the pending byte
 
 // _Q_PENDING_LOOPS: how often the pending->locked hand-over is re-read.
@@ -116,14 +117,14 @@ Task<void> queued_spin_lock_slowpath(cpu::Cpu& c, Qspinlock lock, std::uint32_t 
         Order::relaxed, "qspinlock: pending hand-over"));
   }
   // Any contention (pending or tail): queue.
-  if ((val & ~kQLockedVal) == 0) {
+  if ((val & ~kLockedMask) == 0) {
     // trylock || pending: 0,0,* -> 0,1,*
     val = co_await queued_fetch_set_pending_acquire(c, lock.val);
-    if ((val & ~kQLockedVal) == 0) {
+    if ((val & ~kLockedMask) == 0) {
       // We are pending: wait for the owner to go (0,1,1 -> 0,1,0), then take
       // the lock and clear pending in one halfword store (clear_pending_set_locked).
-      if (val & kQLockedVal)
-        co_await c.spin_until(lock.val, 4, [](std::uint64_t v) { return (v & kQLockedVal) == 0; }, Order::acquire,
+      if (val & kLockedMask)
+        co_await c.spin_until(lock.val, 4, [](std::uint64_t v) { return (v & kLockedMask) == 0; }, Order::acquire,
                               "qspinlock: pending waits for owner");
       co_await c.store(lock.val, 2, kQLockedVal, Order::relaxed);
       co_return;
