@@ -14,6 +14,7 @@ using models::kernel::kQLockedVal;
 using models::kernel::kQPendingVal;
 using models::kernel::Qnodes;
 using models::kernel::Qspinlock;
+using config::json;
 using sim::Task;
 using sim::Tick;
 
@@ -181,4 +182,27 @@ TEST_CASE("Nested contexts of one CPU queue on its next MCS nodes; past the last
   CHECK(l.most_inside == 1);
   CHECK(l.r.fab->peek(l.counter, 8) == expected.size());
   CHECK(l.r.fab->peek(l.qnodes.node(0, 0) + Qnodes::kCount, 4) == 0);
+}
+
+TEST_CASE("On arm64 a contender that finds a pending hand-over re-reads once, then queues", "[qspinlock]") {
+  json doc = test::platform_json("kunpeng920");
+  test::set_value(doc, "cpu.wfe_event_stream", "100ns");  // WFE wakes without a change of the line
+  test::Rig r(doc);
+  const Qnodes qnodes(*r.mem, *r.topo);
+  const Qspinlock lock{r.line(0, "lock"), &qnodes};
+  r.fab->poke(lock.val, 4, kQPendingVal);  // 0,1,0: a pending waiter about to set locked
+  bool locked = false;
+  test::spawn_at(r.sim, 0, [&]() -> Task<void> {
+    co_await models::kernel::queued_spin_lock(r.cpu(1), lock);
+    locked = true;
+  });
+  std::uint64_t word = 0;
+  test::spawn_at(r.sim, 2000 * kNs, [&]() -> Task<void> {
+    word = r.fab->peek(lock.val, 4);
+    co_await r.cpu(2).store(lock.val, 2, 0, cpu::Order::release);  // the pending waiter took and released it
+  });
+  r.run();
+  // _Q_PENDING_LOOPS is 1: after two reads the contender stopped waiting and queued on its node.
+  CHECK(word == (kQPendingVal | encode_tail(1, 0)));
+  CHECK(locked);
 }
