@@ -55,8 +55,7 @@ SmmuCmdq::SmmuCmdq(CmdqVariant v, devices::Smmu& smmu, fabric::MemoryMap& mem, c
   if (v == CmdqVariant::fetch_add) cons_ = mem.alloc(node, 64, 64, "arm_smmu_cmdq.cons");
   if (v == CmdqVariant::spinlock_fallback) {
     slock_ = mem.alloc(node, 64, 64, "arm_smmu_cmdq.slock");
-    for (int c = 0; c < topo.cpu_count(); ++c)
-      mcs_nodes_.push_back(mem.alloc(topo.node_of_cpu(c), 64, 64, fmt::format("qspinlock.qnodes[{}]", c)));
+    qnodes_.emplace(mem, topo);
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "cohsim/devices/smmu.hpp"
 #include "cohsim/fabric/memory_map.hpp"
 #include "cohsim/topo/topology.hpp"
+#include "models/kernel/qspinlock.hpp"
 
 namespace cohsim::models {
 
@@ -116,8 +118,6 @@ class SmmuCmdq {
   Task<void> shared_unlock_after_sync(cpu::Cpu& c, std::uint32_t cons_after);
   Task<bool> exclusive_trylock(cpu::Cpu& c);
   Task<void> exclusive_unlock(cpu::Cpu& c);
-  Task<void> spin_lock(cpu::Cpu& c);
-  Task<void> spin_unlock(cpu::Cpu& c);
 
   // Queue position arithmetic (struct arm_smmu_ll_queue helpers).
   std::uint32_t q_idx(std::uint32_t p) const { return p & ((1u << shift_) - 1); }
@@ -146,7 +146,7 @@ class SmmuCmdq {
   Addr valid_map_;   ///< VM: one bit per entry, polarity flips on every wrap
   Addr cons_ = 0;    ///< fetch-add: the driver's copy of cons on its own line
   Addr slock_ = 0;   ///< spinlock-fallback: the queued spinlock word
-  std::vector<Addr> mcs_nodes_;  ///< spinlock-fallback: per-CPU queue nodes
+  std::optional<kernel::Qnodes> qnodes_;  ///< spinlock-fallback: the per-CPU qspinlock nodes
   std::vector<CmdqCpuStats> stats_;
   bool recording_ = false;
   std::vector<CmdqBatch> batches_;

@@ -1,7 +1,7 @@
 // Step 1 of arm_smmu_cmdq_issue_cmdlist, "allocate some space in the
-// queue", in the three variants (see smmu_cmdq.hpp), plus the queued
-// spinlock the spinlock-fallback variant takes (v5.9 qspinlock: fast-path
-// cmpxchg, then an MCS queue of per-CPU nodes; the pending bit is left out).
+// queue", in the three variants (see smmu_cmdq.hpp). The spinlock-fallback
+// variant takes the kernel's qspinlock (models/kernel/qspinlock.hpp).
+#include "models/kernel/qspinlock.hpp"
 #include "models/kernel/smmu_cmdq.hpp"
 
 namespace cohsim::models {
@@ -25,10 +25,11 @@ Task<SmmuCmdq::Claim> SmmuCmdq::claim_cmpxchg(cpu::Cpu& c, int n, bool sync, boo
   const auto need = static_cast<std::uint32_t>(n + (sync ? 1 : 0));
   std::uint64_t llq = co_await c.load(llq_, 8, Order::relaxed);
   bool locked = false;
+  const kernel::Qspinlock slock{slock_, fallback ? &*qnodes_ : nullptr};
   for (;;) {
     while (!has_space(llq, need)) {
       if (locked) {
-        co_await spin_unlock(c);
+        co_await kernel::queued_spin_unlock(c, slock);
         locked = false;
       }
       co_await c.local_irq_enable();
@@ -45,13 +46,13 @@ Task<SmmuCmdq::Claim> SmmuCmdq::claim_cmpxchg(cpu::Cpu& c, int n, bool sync, boo
       continue;
     }
     if (!locked) {
-      co_await spin_lock(c);
+      co_await kernel::queued_spin_lock(c, slock);
       locked = true;
       ++s.slock_taken;
     }
     llq = co_await c.load(llq_, 8, Order::relaxed);
   }
-  if (locked) co_await spin_unlock(c);
+  if (locked) co_await kernel::queued_spin_unlock(c, slock);
   ++s.claim_successes;
   const auto prod = static_cast<std::uint32_t>(llq);
   co_return Claim{prod & ~kOwned, (prod & kOwned) == 0};
@@ -99,41 +100,5 @@ Task<void> SmmuCmdq::fetch_add_wait_for_space(cpu::Cpu& c, std::uint32_t end, Cm
   }
   c.local_irq_disable();
 }
-
-// ------------------------------------------------------- queued spinlock ---
-// Lock word: bits 0-31 locked, bits 32-63 tail (CPU + 1). Queue node: next
-// (CPU + 1) at +0, locked flag at +8.
-Task<void> SmmuCmdq::spin_lock(cpu::Cpu& c) {
-  const std::uint64_t seen = co_await c.cmpxchg(slock_, 8, 0, 1, Order::acquire);
-  if (seen == 0) co_return;  // fast path
-  const auto me = static_cast<std::uint32_t>(c.id() + 1);
-  const Addr node = mcs_nodes_.at(static_cast<std::size_t>(c.id()));
-  co_await c.store(node, 8, 0);
-  co_await c.store(node + 8, 8, 0);
-  // xchg_tail, ordered after the node's initialisation.
-  const auto prev = static_cast<std::uint32_t>(co_await c.rmw(slock_ + 4, 4, RmwOp::swap, me, 0, Order::release));
-  if (prev != 0) {
-    co_await c.store(mcs_nodes_.at(prev - 1), 8, me);
-    co_await c.spin_until(node + 8, 8, [](std::uint64_t v) { return v != 0; }, Order::acquire,
-                          "qspinlock: MCS hand-off");
-  }
-  // Queue head: wait for the holder to leave (atomic_cond_read_acquire).
-  for (;;) {
-    const std::uint64_t v = co_await c.spin_until(slock_, 8, [](std::uint64_t w) { return (w & 0xffffffffu) == 0; },
-                                                  Order::acquire, "qspinlock: holder");
-    if ((v >> 32) == me) {
-      const std::uint64_t won = co_await c.cmpxchg(slock_, 8, v, 1, Order::relaxed);
-      if (won == v) co_return;  // last in queue
-      continue;
-    }
-    break;
-  }
-  co_await c.store(slock_, 4, 1);  // set_locked
-  const std::uint64_t next = co_await c.spin_until(node, 8, [](std::uint64_t v) { return v != 0; }, Order::relaxed,
-                                                   "qspinlock: successor link");
-  co_await c.store(mcs_nodes_.at(static_cast<std::size_t>(next - 1)) + 8, 8, 1, Order::release);
-}
-
-Task<void> SmmuCmdq::spin_unlock(cpu::Cpu& c) { co_await c.store(slock_, 4, 0, Order::release); }
 
 }  // namespace cohsim::models

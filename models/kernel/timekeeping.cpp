@@ -45,6 +45,7 @@ Timekeeping::Timekeeping(scenario::Machine& m, devices::Hpet& hpet, Clocksource 
   timekeeper_lock_ = mem.alloc(0, 64, 64, "timekeeper_lock");
   hpet_word_ = mem.alloc(0, 64, 64, "hpet (union hpet_lock)");
   gtod_ = mem.alloc(0, GtodLayout::bytes, 64, "vsyscall_gtod_data");
+  qnodes_.emplace(mem, m.topology());
   acct_.resize(static_cast<std::size_t>(m.cpu_count()));
 }
 
@@ -71,6 +72,7 @@ Task<std::uint64_t> Timekeeping::read_counter(cpu::Cpu& c) {
 // 8-byte word {u32 lock (arch_spinlock_t); u32 value} on its own line.
 // `irq_time` collects the time spent in interrupts taken at local_irq_restore.
 Task<std::uint64_t> Timekeeping::read_hpet_shared(cpu::Cpu& c, Tick& irq_time) {
+  const Qspinlock hpet_lock{hpet_word_, &*qnodes_};
   auto restore_irqs = [&](bool was_enabled) -> Task<void> {
     if (!was_enabled) co_return;
     const Tick t = c.sim().now();
@@ -80,16 +82,16 @@ Task<std::uint64_t> Timekeeping::read_hpet_shared(cpu::Cpu& c, Tick& irq_time) {
   // 1. old.lockval = READ_ONCE(hpet.lockval); if locked: contended.
   const std::uint64_t old = co_await c.load(hpet_word_, 8);
   if ((old & 0xffffffffull) == 0) {
-    // 2. local_irq_save; arch_spin_trylock (queued_spin_trylock: read, then cmpxchg_acquire 0 -> 1).
+    // 2. local_irq_save; arch_spin_trylock (queued_spin_trylock).
     const bool was_enabled = c.interrupts_enabled();
     c.local_irq_disable();
-    const std::uint64_t lock = co_await c.load(hpet_word_, 4);
-    if (lock == 0 && co_await c.cmpxchg(hpet_word_, 4, 0, 1, Order::acquire) == 0) {
+    const bool taken = co_await queued_spin_trylock(c, hpet_lock);
+    if (taken) {
       // 3. new.value = hpet_readl(HPET_COUNTER); WRITE_ONCE(hpet.value); arch_spin_unlock.
       const Tick locked = c.sim().now();
       const std::uint32_t value = co_await devices::hpet_read_counter(c, hpet_);
       co_await c.store(hpet_word_ + 4, 4, value);
-      co_await c.store(hpet_word_, 1, 0, Order::release);  // smp_store_release(&lock->locked, 0)
+      co_await queued_spin_unlock(c, hpet_lock);
       if (recording_) shared_reads_.push_back({c.id(), locked, c.sim().now(), value});
       co_await restore_irqs(was_enabled);
       co_return value;
@@ -169,10 +171,8 @@ Task<std::int64_t> Timekeeping::ktime_get(cpu::Cpu& c) {
 Task<void> Timekeeping::update_wall_time(cpu::Cpu& c) {
   const bool was_enabled = c.interrupts_enabled();
   c.local_irq_disable();
-  // raw_spin_lock: queued_spin_lock fast path cmpxchg 0 -> 1 (acquire), else spin.
-  while (co_await c.cmpxchg(timekeeper_lock_, 4, 0, 1, Order::acquire) != 0)
-    co_await c.spin_until(timekeeper_lock_, 4, [](std::uint64_t v) { return v == 0; }, Order::relaxed,
-                          "timekeeper_lock");
+  const Qspinlock timekeeper_lock{timekeeper_lock_, &*qnodes_};
+  co_await queued_spin_lock(c, timekeeper_lock);  // raw_spin_lock
   std::uint64_t cycles = 0;
   if (wall_read_ == WallTimeRead::before_write_side) cycles = co_await read_clocksource(c);
   const Addr seq_addr = tk_core_ + TkCoreLayout::seq;
@@ -193,7 +193,7 @@ Task<void> Timekeeping::update_wall_time(cpu::Cpu& c) {
   co_await c.store(tk_core_ + TkCoreLayout::base, 8, new_base);
   for (Addr off = 64; off < TkCoreLayout::bytes; off += 64) co_await c.store(tk_core_ + off, 8, new_base);
   co_await c.store(seq_addr, 4, seq + 2);  // write_seqcount_end
-  co_await c.store(timekeeper_lock_, 1, 0, Order::release);  // raw_spin_unlock
+  co_await queued_spin_unlock(c, timekeeper_lock);  // raw_spin_unlock
   if (c.sim().now() >= window_from_ && c.sim().now() < window_to_) ++acct_[static_cast<std::size_t>(c.id())].wall_time_updates;
   if (was_enabled) co_await c.local_irq_enable();
 }

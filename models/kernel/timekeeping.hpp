@@ -12,9 +12,13 @@
 // timekeeper_lock, the hpet_lock union and the vvar page are static data of
 // the kernel image, node 0. Values are real: ktime_get returns nanoseconds
 // computed from the counter it read and the timekeeper's cycle_last/base.
+// Both locks are the kernel's qspinlock (models/kernel/qspinlock.hpp, v5.9):
+// the paths taken here, the fast path and queued_spin_trylock, are the same
+// instructions in 4.6 (its slow path's pending step was a cmpxchg loop).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +26,7 @@
 #include "cohsim/devices/hpet.hpp"
 #include "cohsim/sim/histogram.hpp"
 #include "cohsim/scenario/machine.hpp"
+#include "models/kernel/qspinlock.hpp"
 
 namespace cohsim::models::kernel {
 
@@ -124,6 +129,7 @@ class Timekeeping {
   double hz_;
   std::uint64_t mask_;
   Addr tk_core_, timekeeper_lock_, hpet_word_, gtod_;
+  std::optional<Qnodes> qnodes_;  // the per-CPU qspinlock nodes of timekeeper_lock and hpet_lock
   Tick window_from_ = 0, window_to_ = sim::kNever;
   std::vector<ClockAccounting> acct_;
   sim::LatencyHistogram read_latency_, vdso_latency_;  // fixed size: a read is sampled, not kept

@@ -1,14 +1,15 @@
 // Spinlock contention: threads on a list of CPUs take one lock around a short
 // critical section (a little arithmetic, then one bit flipped at a
 // pseudo-random place of a shared 1 MiB array) until a fixed number of
-// critical sections is done in total. Three locks:
+// critical sections is done in total. Three locks (models/kernel/qspinlock.hpp
+// and spinlock_kinds.hpp):
 //   tas       glibc pthread_spin_lock (nptl/pthread_spin_lock.c, glibc 2.28+):
 //             an atomic exchange, then test-and-test-and-set: spin on plain
-//             loads until the word is 0, exchange again. Unlock: store-release 0.
+//             loads until the word is 0, then a CAS. Unlock: store-release 0.
 //   ticket    the arm64 ticket lock of Linux 4.x (arch/arm64/include/asm/spinlock.h
 //             before 4.19): fetch-add on `next`, spin (WFE) until `owner` equals
-//             the ticket; unlock: store-release owner + 1 (a halfword).
-//   qspinlock Linux qspinlock (kernel/locking/qspinlock.c, v5.x, NR_CPUS < 16K):
+//             the ticket; unlock: owner + 1 with release (a halfword).
+//   qspinlock Linux qspinlock (kernel/locking/qspinlock.c, v5.9, NR_CPUS < 16K):
 //             cmpxchg fast path; a pending bit for the first waiter; an MCS queue
 //             of per-CPU nodes for the rest, each spinning on its own node.
 // The lock and the array are a module's globals: on the node of the first CPU
@@ -17,8 +18,11 @@
 #include <array>
 #include <fmt/format.h>
 #include <map>
+#include <optional>
 
 #include "cohsim/sim/random.hpp"
+#include "models/kernel/qspinlock.hpp"
+#include "models/kernel/spinlock_kinds.hpp"
 #include "models/registry.hpp"
 #include "models/workloads/run_limits.hpp"
 
@@ -27,20 +31,10 @@ namespace {
 
 using config::Spec;
 using cpu::Cpu;
-using cpu::Order;
 using fabric::Addr;
-using fabric::RmwOp;
 using scenario::Machine;
 using scenario::Results;
 using sim::Task;
-
-// qspinlock word layout (include/asm-generic/qspinlock_types.h, _Q_PENDING_BITS == 8).
-constexpr std::uint64_t kLocked = 1;                 // _Q_LOCKED_VAL, byte 0
-constexpr std::uint64_t kPending = 1u << 8;          // _Q_PENDING_VAL, byte 1
-constexpr std::uint64_t kLockedPendingMask = 0xffff; // _Q_LOCKED_PENDING_MASK
-constexpr int kTailShift = 16;                       // _Q_TAIL_OFFSET: tail = cpu + 1 (idx 0)
-// MCS node (struct mcs_spinlock): next at +0 (a CPU number + 1 stands for the pointer), locked at +8.
-constexpr Addr kNodeNext = 0, kNodeLocked = 8;
 
 class Spinlock : public scenario::Workload {
  public:
@@ -64,8 +58,7 @@ class Spinlock : public scenario::Workload {
     if (home_node_ < 0) home_node_ = m.topology().node_of_cpu(cpus_.front());
     lock_ = m.memory().alloc(home_node_, 64, 64, fmt::format("spinlock.{}", lock_kind_));
     array_ = m.memory().alloc(home_node_, array_bytes_, 64, "spinlock.array");
-    for (int c : cpus_)  // per-CPU qspinlock nodes, on each CPU's node
-      qnode_[c] = m.memory().alloc(m.topology().node_of_cpu(c), 64, 64, fmt::format("qnodes[cpu{}]", c));
+    if (lock_kind_ == "qspinlock") qnodes_.emplace(m.memory(), m.topology());  // per-CPU, on each CPU's node
   }
 
   Results run() override {
@@ -120,83 +113,15 @@ class Spinlock : public scenario::Workload {
   }
 
   Task<void> lock(Cpu& c) {
-    if (lock_kind_ == "tas") return tas_lock(c);
-    if (lock_kind_ == "ticket") return ticket_lock(c);
-    return queued_lock(c);
+    if (lock_kind_ == "tas") return kernel::pthread_spin_lock(c, lock_);
+    if (lock_kind_ == "ticket") return kernel::ticket_spin_lock(c, lock_);
+    return kernel::queued_spin_lock(c, kernel::Qspinlock{lock_, &*qnodes_});
   }
 
   Task<void> unlock(Cpu& c) {
-    if (lock_kind_ == "ticket") return ticket_unlock(c);
-    if (lock_kind_ == "qspinlock") return c.store(lock_, 1, 0, Order::release);  // queued_spin_unlock
-    return c.store(lock_, 4, 0, Order::release);  // pthread_spin_unlock
-  }
-
-  // pthread_spin_lock: exchange first, then spin on loads until free and retry.
-  Task<void> tas_lock(Cpu& c) {
-    if (co_await c.rmw(lock_, 4, RmwOp::swap, 1, 0, Order::acquire) == 0) co_return;
-    for (;;) {
-      co_await c.spin_until(lock_, 4, [](std::uint64_t v) { return v == 0; }, Order::relaxed, "pthread spinlock");
-      if (co_await c.rmw(lock_, 4, RmwOp::swap, 1, 0, Order::acquire) == 0) co_return;
-    }
-  }
-
-  // arch_spin_lock (ticket): owner is the low halfword, next the high one.
-  Task<void> ticket_lock(Cpu& c) {
-    const std::uint64_t old = co_await c.rmw(lock_, 4, RmwOp::add, 1u << 16, 0, Order::acquire);
-    const std::uint64_t ticket = old >> 16;
-    if ((old & 0xffff) == ticket) co_return;
-    co_await c.spin_until(lock_, 2, [ticket](std::uint64_t owner) { return owner == ticket; }, Order::acquire,
-                          "ticket lock owner");
-  }
-
-  Task<void> ticket_unlock(Cpu& c) {
-    const std::uint64_t owner = co_await c.load(lock_, 2);
-    co_await c.store(lock_, 2, (owner + 1) & 0xffff, Order::release);
-  }
-
-  // queued_spin_lock + queued_spin_lock_slowpath.
-  Task<void> queued_lock(Cpu& c) {
-    std::uint64_t val = co_await c.cmpxchg(lock_, 4, 0, kLocked, Order::acquire);
-    if (val == 0) co_return;
-    if (val == kPending)  // a pending->locked hand-over in progress: look once more (_Q_PENDING_LOOPS == 1)
-      val = co_await c.load(lock_, 4);
-    if ((val & ~kLocked) == 0) {
-      val = co_await c.rmw(lock_, 4, RmwOp::bit_or, kPending, 0, Order::acquire);  // queued_fetch_set_pending_acquire
-      if ((val & ~kLocked) == 0) {
-        // We are pending: wait for the owner to go, then take the lock (clear_pending_set_locked).
-        if (val & kLocked)
-          co_await c.spin_until(lock_, 1, [](std::uint64_t v) { return v == 0; }, Order::acquire, "qspinlock owner");
-        co_await c.store(lock_, 2, kLocked, Order::relaxed);
-        co_return;
-      }
-      if (!(val & kPending)) co_await c.rmw(lock_, 4, RmwOp::andnot, kPending, 0, Order::relaxed);  // undo
-    }
-    co_await queue(c);
-  }
-
-  Task<void> queue(Cpu& c) {
-    const Addr node = qnode_.at(c.id());
-    const std::uint64_t tail = static_cast<std::uint64_t>(c.id()) + 1;
-    co_await c.store(node + kNodeLocked, 4, 0);
-    co_await c.store(node + kNodeNext, 8, 0);
-    // xchg_tail: publish this node as the queue's tail (release).
-    const std::uint64_t old = co_await c.rmw(lock_ + 2, 2, RmwOp::swap, tail, 0, Order::release);
-    if (old != 0) {
-      const Addr prev = qnode_.at(static_cast<int>(old) - 1);
-      co_await c.store(prev + kNodeNext, 8, tail);  // WRITE_ONCE(prev->next, node)
-      co_await c.spin_until(node + kNodeLocked, 4, [](std::uint64_t v) { return v != 0; }, Order::acquire,
-                            "qspinlock MCS node");  // arch_mcs_spin_lock_contended
-    }
-    // Head of the queue: wait for the owner and the pending waiter to go.
-    std::uint64_t val = co_await c.spin_until(
-        lock_, 4, [](std::uint64_t v) { return (v & kLockedPendingMask) == 0; }, Order::acquire, "qspinlock word");
-    if ((val >> kTailShift) == tail) {  // last in the queue: take the lock and clear the tail at once
-      if (co_await c.cmpxchg(lock_, 4, val, kLocked, Order::relaxed) == val) co_return;
-    }
-    co_await c.store(lock_, 1, kLocked, Order::relaxed);  // set_locked
-    const std::uint64_t next = co_await c.spin_until(
-        node + kNodeNext, 8, [](std::uint64_t v) { return v != 0; }, Order::relaxed, "qspinlock successor");
-    co_await c.store(qnode_.at(static_cast<int>(next) - 1) + kNodeLocked, 4, 1, Order::release);  // hand the MCS lock on
+    if (lock_kind_ == "tas") return kernel::pthread_spin_unlock(c, lock_);
+    if (lock_kind_ == "ticket") return kernel::ticket_spin_unlock(c, lock_);
+    return kernel::queued_spin_unlock(c, kernel::Qspinlock{lock_, &*qnodes_});
   }
 
   Machine& m_;
@@ -207,7 +132,7 @@ class Spinlock : public scenario::Workload {
   double cs_cycles_ = 0, think_cycles_ = 0;
   int home_node_ = -1;
   Addr lock_ = 0, array_ = 0;
-  std::map<int, Addr> qnode_;
+  std::optional<kernel::Qnodes> qnodes_;
   std::int64_t taken_ = 0;
   int holder_ = -1;
   std::map<int, std::uint64_t> done_by_;
