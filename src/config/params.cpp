@@ -145,7 +145,8 @@ const json* Reader::value_of(std::string_view key, Kind kind, const Spec& s) {
   registry_->mark_read(path);
   const json& v = (*object_)[std::string(key)];
   registry_->used[path] = (v.is_object() && v.contains("value")) ? v["value"] : v;
-  if (sourced_ && is_numeric_kind(kind)) {
+  // Numbers must carry their source; a switch (boolean) may, in the same form.
+  if (sourced_ && (is_numeric_kind(kind) || (kind == Kind::boolean && v.is_object()))) {
     if (!v.is_object() || !v.contains("value"))
       fail(key, "a platform number needs its source: write {\"value\": ..., \"source\": \"calibration|datasheet|measurement|estimate: ...\"}");
     for (auto it = v.begin(); it != v.end(); ++it)
