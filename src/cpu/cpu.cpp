@@ -70,8 +70,9 @@ Task<std::uint64_t> Cpu::load(Addr a, int size, Order o) {
   // buffered (RCsc): that store and the ones the in-order drain puts first.
   std::uint64_t wait_through = load_fence_through_;
   if (o == Order::acquire && arm_) wait_through = std::max(wait_through, release_through_);
-  co_await drain_through(wait_through);
-  co_await wait_device_fence(device_load_fence_);
+  // (Tested here, not in the callees: a load must not pay a coroutine frame for nothing.)
+  if (stores_drained_ < wait_through) co_await drain_through(wait_through);
+  if (device_load_fence_ > sim_.now()) co_await wait_device_fence(device_load_fence_);
   for (auto it = sb_.rbegin(); it != sb_.rend(); ++it) {
     if (it->addr == a && it->size == size) {
       ++stats_.forwarded_loads;
@@ -99,7 +100,7 @@ Task<void> Cpu::store(Addr a, int size, std::uint64_t v, Order o) {
   // the buffer drains in order, so they are written first. A full-order
   // store waits for them to be written before it enters.
   if (o == Order::full) co_await drain_store_buffer();
-  co_await wait_device_fence(device_store_fence_);
+  if (device_store_fence_ > sim_.now()) co_await wait_device_fence(device_store_fence_);
   while (static_cast<int>(sb_.size()) >= p_.store_buffer_entries)
     co_await sb_popped_.wait(sim_, "store buffer space");
   sb_.push_back({a, size, v});
@@ -176,9 +177,10 @@ Task<std::uint64_t> Cpu::rmw(Addr a, int size, RmwOp op, std::uint64_t operand, 
   } else {
     std::uint64_t wait_through = atomic_fence_through_;
     if (o == Order::acquire) wait_through = std::max(wait_through, release_through_);
-    co_await drain_through(wait_through);
+    if (stores_drained_ < wait_through) co_await drain_through(wait_through);
   }
-  co_await wait_device_fence(std::max(device_load_fence_, device_store_fence_));
+  if (const Tick fence = std::max(device_load_fence_, device_store_fence_); fence > sim_.now())
+    co_await wait_device_fence(fence);
   // Same-address order: the atomic must act on this CPU's own buffered stores
   // to its bytes (there is no forwarding into a read-modify-write).
   for (const Pending& e : sb_)
