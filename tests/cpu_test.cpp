@@ -3,6 +3,7 @@
 // and event-driven spinning.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -384,4 +385,25 @@ TEST_CASE("a spin inside an interrupt handler does not take the next interrupt",
   CHECK(spin_done > 20 * sim::kUs);
   CHECK(handled[1] > spin_done);  // taken after the first handler returned
   CHECK(c.stats().interrupts_in_spins == 0);
+}
+
+TEST_CASE("each physical core of a machine lists exactly its own hardware threads, and only while they exist",
+          "[cpu][smt]") {
+  const auto name = GENERATE(as<std::string>{}, "ivybridge-ex", "kunpeng920");
+  Rig r(platform_json(name));
+  REQUIRE(r.cores.size() == static_cast<std::size_t>(r.topo->core_count()));
+  for (int c = 0; c < r.topo->cpu_count(); ++c) {
+    const auto& threads = r.cores[static_cast<std::size_t>(r.topo->cpu(c).core_global)].threads;
+    std::vector<int> ids;
+    for (const cpu::Cpu* t : threads) ids.push_back(t->id());
+    std::vector<int> expected = r.topo->smt_siblings(c);
+    expected.push_back(c);
+    std::sort(ids.begin(), ids.end());
+    std::sort(expected.begin(), expected.end());
+    CHECK(ids == expected);
+  }
+  r.cpus.pop_back();  // a CPU that goes away leaves its core
+  const int last = r.topo->cpu_count() - 1;
+  CHECK(r.cores[static_cast<std::size_t>(r.topo->cpu(last).core_global)].threads.size() ==
+        static_cast<std::size_t>(r.topo->threads_per_core() - 1));
 }
