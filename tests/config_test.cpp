@@ -164,3 +164,26 @@ TEST_CASE("every row a shipped scenario's numbers say they were fitted to exists
   }
   CHECK(named > 0);
 }
+
+TEST_CASE("a platform switch may carry its source like a number, and a sourced non-boolean value is refused",
+          "[config]") {
+  const json value = GENERATE(json(false), json("no"));
+  json doc = platform_json();
+  doc["cpu"]["outer_shareable_is_full_system"] = {{"value", value}, {"source", "datasheet: a test"}};
+  if (value.is_boolean()) {
+    Rig r(doc);
+    CHECK_FALSE(r.cpu(0).params().outer_shareable_is_full_system);
+    bool recorded = false;
+    for (const auto& p : r.registry.provenance())
+      if (p.path == "platform.cpu.outer_shareable_is_full_system") recorded = p.source == "datasheet: a test";
+    CHECK(recorded);
+  } else {
+    try {
+      Rig r(doc);
+      FAIL("no error");
+    } catch (const config::ConfigError& e) {
+      CHECK(e.path() == "platform.cpu.outer_shareable_is_full_system");
+      CHECK_THAT(e.what(), Catch::Contains("expected"));
+    }
+  }
+}

@@ -3,6 +3,7 @@
 // and event-driven spinning.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -33,8 +34,12 @@ Tick round_trip(Rig& r, int c, int node) {
 }  // namespace
 
 TEST_CASE("with a store outstanding to a remote home, dsb ishst completes before dsb st", "[cpu]") {
-  const auto domain = GENERATE(Domain::ish, Domain::sy);
-  Rig r(platform_json());
+  const auto domain = GENERATE(Domain::ish, Domain::sy, Domain::osh);
+  // osh waits like sy where the platform says the domains are one, else like ish.
+  const bool osh_is_system = GENERATE(true, false);
+  json doc = platform_json();
+  set_value(doc, "cpu.outer_shareable_is_full_system", osh_is_system);
+  Rig r(doc);
   Addr x = r.line(2, "remote");  // node 2: the other socket
   Tick done = 0;
   spawn_at(r.sim, 0, [&]() -> Task<void> {
@@ -47,7 +52,8 @@ TEST_CASE("with a store outstanding to a remote home, dsb ishst completes before
   const Tick written = cold_store_drain(r, 0, 2);  // the line is owned and written
   const Tick inner = written + cp.store_commit + cp.dsb_cost;
   const Tick system = written + round_trip(r, 0, 2) + cp.dsb_cost;  // the home's acknowledgement
-  CHECK(done == (domain == Domain::ish ? inner : system));
+  const bool waits_for_home = domain == Domain::sy || (domain == Domain::osh && osh_is_system);
+  CHECK(done == (waits_for_home ? system : inner));
   CHECK(inner < system);
 }
 
@@ -253,4 +259,151 @@ TEST_CASE("a spinning CPU wakes on a write to another word of its line and sleep
   CHECK(returned > 2 * sim::kUs);
   CHECK(r.cpu(1).stats().loads == 3);        // first look, after the spurious wake, after the real one
   CHECK(r.cpu(1).stats().spin_wakeups == 1);  // only the wake-up that found the flag unchanged
+}
+
+// ------------------------------------------------ ordering at the boundary ---
+
+TEST_CASE("a store-only dmb makes a later atomic wait for the earlier stores but not a later load", "[cpu][ordering]") {
+  const auto domain = GENERATE(Domain::ish, Domain::osh, Domain::sy);
+  const bool atomic = GENERATE(false, true);
+  Rig r(platform_json());
+  Addr remote = r.line(2, "remote"), local = r.line(0, "local");
+  Tick t0 = 0, done = 0;
+  spawn_at(r.sim, 0, [&]() -> Task<void> {
+    auto& c = r.cpu(0);
+    co_await c.store(remote, 8, 1);
+    t0 = r.sim.now();
+    co_await c.dmb(domain, BarrierType::st);  // smp_wmb / dma_wmb
+    if (atomic) co_await c.rmw(local, 8, fabric::RmwOp::add, 1, 0, cpu::Order::relaxed);
+    else co_await c.load(local);
+    done = r.sim.now();
+  });
+  r.run();
+  const Tick drained = cold_store_drain(r, 0, 2) + r.cpu(0).params().store_commit;
+  if (atomic) {
+    CHECK(done > drained);  // the atomic's write may not pass the store
+  } else {
+    CHECK(done == t0 + r.cpu(0).params().dmb_cost + cold_store_drain(r, 0, 0));
+    CHECK(done < drained);  // the load passed the buffered store
+  }
+}
+
+TEST_CASE("an acquire load waits for a buffered release store and what drains before it, not for later plain stores",
+          "[cpu][ordering]") {
+  const auto first = GENERATE(cpu::Order::relaxed, cpu::Order::release);
+  Rig r(platform_json());
+  Addr a = r.line(2, "a"), b = r.line(3, "b"), y = r.line(0, "y");
+  Tick t0 = 0, done = 0;
+  spawn_at(r.sim, 0, [&]() -> Task<void> {
+    auto& c = r.cpu(0);
+    co_await c.store(a, 8, 1, first);                  // str or stlr to a far home
+    co_await c.store(b, 8, 1);                         // a plain str after it
+    t0 = r.sim.now();
+    co_await c.load(y, 8, cpu::Order::acquire);        // ldar of a local line
+    done = r.sim.now();
+  });
+  r.run();
+  const Tick store_commit = r.cpu(0).params().store_commit;
+  const Tick a_drained = cold_store_drain(r, 0, 2) + store_commit;
+  const Tick load = cold_store_drain(r, 0, 0);  // a cold read of the local line
+  if (first == cpu::Order::release) {
+    // RCsc: the ldar is ordered after the stlr, so it waits for a to be written...
+    CHECK(done >= a_drained + load);
+    // ...but not for b, which drains after a.
+    CHECK(done < a_drained + cold_store_drain(r, 0, 3) + store_commit);
+  } else {
+    CHECK(done >= t0 + load);
+    CHECK(done < a_drained);  // plain stores do not hold an ldar back (only link queueing behind them)
+  }
+}
+
+// --------------------------------------------------- interrupts in spins ---
+
+TEST_CASE("a spin with interrupts enabled takes an interrupt at once and spins on; disabled, it does not take it",
+          "[cpu][irq]") {
+  const bool enabled = GENERATE(true, false);
+  const auto arch = GENERATE(as<std::string>{}, "arm64", "x86");
+  Rig r(arch == "x86" ? as_x86(platform_json()) : platform_json());
+  Addr flag = r.line(0, "flag");
+  auto& c = r.cpu(1);
+  Tick handled = 0, returned = 0;
+  std::uint64_t got = 0;
+  c.set_interrupt_handler([&](cpu::Cpu&) -> Task<void> {
+    handled = r.sim.now();
+    co_return;
+  });
+  spawn_at(r.sim, 0, [&]() -> Task<void> {
+    if (!enabled) c.local_irq_disable();
+    got = co_await c.spin_until(flag, 8, [](std::uint64_t v) { return v == 1; }, cpu::Order::acquire, "flag");
+    returned = r.sim.now();
+    if (!enabled) co_await c.local_irq_enable();
+  });
+  spawn_at(r.sim, 1 * sim::kUs, [&]() -> Task<void> {
+    c.raise_interrupt();
+    co_return;
+  });
+  spawn_at(r.sim, 50 * sim::kUs, [&]() -> Task<void> { co_await r.cpu(8).store(flag, 8, 1); });
+  r.run();
+  CHECK(got == 1);
+  CHECK(returned > 50 * sim::kUs);
+  CHECK(c.stats().interrupts == 1);
+  if (enabled) {
+    CHECK(handled == 1 * sim::kUs + c.params().irq_entry);  // woken from WFE / the PAUSE loop at once
+    CHECK(c.stats().interrupts_in_spins == 1);
+    CHECK(c.stats().loads == 3);  // first look, again after the interrupt, after the write
+  } else {
+    CHECK(handled == returned + c.params().irq_entry);  // at local_irq_enable, after the spin
+    CHECK(c.stats().interrupts_in_spins == 0);
+    CHECK(c.stats().loads == 2);
+  }
+}
+
+TEST_CASE("a spin inside an interrupt handler does not take the next interrupt", "[cpu][irq]") {
+  Rig r(platform_json());
+  Addr flag = r.line(0, "flag");
+  auto& c = r.cpu(1);
+  std::vector<Tick> handled;
+  Tick spin_done = 0;
+  c.set_interrupt_handler([&](cpu::Cpu& cc) -> Task<void> {
+    handled.push_back(r.sim.now());
+    if (handled.size() == 1) {
+      co_await cc.spin_until(flag, 8, [](std::uint64_t v) { return v == 1; }, cpu::Order::acquire, "flag");
+      spin_done = r.sim.now();
+    }
+  });
+  spawn_at(r.sim, 0, [&]() -> Task<void> {
+    c.raise_interrupt();
+    co_await c.compute(100 * sim::kUs);
+  });
+  spawn_at(r.sim, 1 * sim::kUs, [&]() -> Task<void> {
+    c.raise_interrupt();
+    co_return;
+  });
+  spawn_at(r.sim, 20 * sim::kUs, [&]() -> Task<void> { co_await r.cpu(8).store(flag, 8, 1); });
+  r.run();
+  REQUIRE(handled.size() == 2);
+  CHECK(spin_done > 20 * sim::kUs);
+  CHECK(handled[1] > spin_done);  // taken after the first handler returned
+  CHECK(c.stats().interrupts_in_spins == 0);
+}
+
+TEST_CASE("each physical core of a machine lists exactly its own hardware threads, and only while they exist",
+          "[cpu][smt]") {
+  const auto name = GENERATE(as<std::string>{}, "ivybridge-ex", "kunpeng920");
+  Rig r(platform_json(name));
+  REQUIRE(r.cores.size() == static_cast<std::size_t>(r.topo->core_count()));
+  for (int c = 0; c < r.topo->cpu_count(); ++c) {
+    const auto& threads = r.cores[static_cast<std::size_t>(r.topo->cpu(c).core_global)].threads;
+    std::vector<int> ids;
+    for (const cpu::Cpu* t : threads) ids.push_back(t->id());
+    std::vector<int> expected = r.topo->smt_siblings(c);
+    expected.push_back(c);
+    std::sort(ids.begin(), ids.end());
+    std::sort(expected.begin(), expected.end());
+    CHECK(ids == expected);
+  }
+  r.cpus.pop_back();  // a CPU that goes away leaves its core
+  const int last = r.topo->cpu_count() - 1;
+  CHECK(r.cores[static_cast<std::size_t>(r.topo->cpu(last).core_global)].threads.size() ==
+        static_cast<std::size_t>(r.topo->threads_per_core() - 1));
 }

@@ -207,3 +207,49 @@ TEST_CASE("spinlock-fallback takes the spinlock only after a failed cmpxchg", "[
   CHECK(taken > 0);
   CHECK(r.smmu.stats().tlbi == static_cast<std::uint64_t>(cpus));
 }
+
+TEST_CASE("A posted PROD write lets the CPU go on; dsb sy/osh, an osh dmb and a read of the SMMU wait for it, ish does not",
+          "[smmu][ordering]") {
+  const auto after = GENERATE(as<std::string>{}, "dsb ish", "dsb sy", "dsb osh", "dmb ish; ldr", "dmb osh; ldr",
+                              "read the SMMU");
+  Rig r(64, variant_named("fetch-add"));
+  auto& c = r.m.cpu(0);
+  const fabric::Addr local = r.m.memory().alloc(0, 64, 64, "local");
+  Tick issued = 0, done = 0, arrival = 0;
+  std::uint64_t prod_writes_seen = 0;
+  auto program = [&]() -> Task<void> {
+    co_await c.load(local);  // now an L1 hit
+    const Tick start = r.m.sim().now();
+    co_await devices::mmio_write(c, r.smmu, devices::SmmuReg::cmdq_prod, 0);
+    issued = r.m.sim().now() - start;
+    arrival = c.device_writes_arrived(r.smmu.endpoint()) - start;  // the trip, with any link queueing
+    if (after == "dsb ish") co_await c.dsb(cpu::Domain::ish);
+    if (after == "dsb sy") co_await c.dsb(cpu::Domain::sy);
+    if (after == "dsb osh") co_await c.dsb(cpu::Domain::osh);
+    if (after.starts_with("dmb")) {
+      co_await c.dmb(after == "dmb osh; ldr" ? cpu::Domain::osh : cpu::Domain::ish);
+      co_await c.load(local);
+    }
+    if (after == "read the SMMU") {
+      co_await devices::mmio_read(c, r.smmu, devices::SmmuReg::cmdq_cons);
+      prod_writes_seen = r.smmu.stats().prod_writes;  // the device took the write before the read
+    }
+    done = r.m.sim().now() - start;
+  };
+  r.m.sim().spawn("cpu0", program());
+  r.m.sim().run();
+  auto& icn = r.m.interconnect();
+  CHECK(arrival >= icn.latency(icn.cpu_endpoint(0), r.smmu.endpoint()));
+  const auto& cp = c.params();
+  CHECK(issued == cp.cycles(1));  // the core did not wait for the trip
+  if (after == "dsb ish") CHECK(done == issued + cp.dsb_cost);
+  if (after == "dsb sy" || after == "dsb osh") CHECK(done == arrival + cp.dsb_cost);
+  const Tick hit = r.m.fabric().params().l1.latency;
+  if (after == "dmb ish; ldr") CHECK(done == issued + cp.dmb_cost + hit);
+  if (after == "dmb osh; ldr") CHECK(done == arrival + hit);
+  if (after == "read the SMMU") {
+    CHECK(prod_writes_seen == 1);
+    CHECK(done >= arrival + r.smmu.params().register_access);
+  }
+  CHECK(r.smmu.stats().prod_writes == 1);
+}

@@ -58,7 +58,7 @@ inline json with_tiny_caches(json doc) {
 /// The same platform as an x86 machine (arm64-only keys removed).
 inline json as_x86(json doc) {
   doc["cpu"]["arch"] = "x86";
-  for (const char* k : {"dsb", "dmb", "isb", "wfe_event_stream", "lse_atomics"}) doc["cpu"].erase(k);
+  for (const char* k : {"dsb", "dmb", "isb", "wfe_event_stream", "lse_atomics", "outer_shareable_is_full_system"}) doc["cpu"].erase(k);
   return doc;
 }
 
@@ -71,6 +71,7 @@ struct Rig {
   std::unique_ptr<fabric::MemoryMap> mem;
   sim::Simulator sim;
   std::unique_ptr<fabric::Fabric> fab;
+  std::vector<cpu::Core> cores;  ///< one per physical core, sized once (the CPUs point into it)
   std::vector<std::unique_ptr<cpu::Cpu>> cpus;
 
   explicit Rig(json platform, fabric::CacheTable* cache_table = nullptr, fabric::DirTable* dir_table = nullptr,
@@ -84,7 +85,9 @@ struct Rig {
     fab = std::make_unique<fabric::Fabric>(fp, sim, *icn, *mem, seed, cache_table, dir_table);
     fab->set_checking(true);
     cpu::CpuParams cp(root.section("cpu", ""));
-    for (int c = 0; c < topo->cpu_count(); ++c) cpus.push_back(std::make_unique<cpu::Cpu>(c, cp, *fab, sim));
+    cores = std::vector<cpu::Core>(static_cast<std::size_t>(topo->core_count()));
+    for (int c = 0; c < topo->cpu_count(); ++c)
+      cpus.push_back(std::make_unique<cpu::Cpu>(c, cp, *fab, sim, cores[static_cast<std::size_t>(topo->cpu(c).core_global)]));
   }
   cpu::Cpu& cpu(int n) { return *cpus.at(static_cast<std::size_t>(n)); }
   /// One line (64 bytes) on `node`.

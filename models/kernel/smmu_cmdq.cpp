@@ -97,6 +97,9 @@ Task<void> SmmuCmdq::issue_cmdlist(cpu::Cpu& c, const CmdqCommand* cmds, int n, 
   ++s.calls;
   Tick t = sim.now();
   // 1. Allocate some space in the queue (interrupts off: local_irq_save).
+  // v5.9 restores them only after step 5, so the owner's waits and the
+  // CMD_SYNC poll spin with interrupts disabled: no interrupt is taken there.
+  const bool were_enabled = c.interrupts_enabled();
   c.local_irq_disable();
   Claim claim = variant_ == CmdqVariant::fetch_add ? co_await claim_fetch_add(c, n, sync)
                                                    : co_await claim_cmpxchg(c, n, sync, variant_ == CmdqVariant::spinlock_fallback);
@@ -147,7 +150,7 @@ Task<void> SmmuCmdq::issue_cmdlist(cpu::Cpu& c, const CmdqCommand* cmds, int n, 
     co_await shared_unlock_after_sync(c, cons_after);
     account(c, s, CmdqPhase::sync, t, sim.now());
   }
-  co_await c.local_irq_enable();  // local_irq_restore
+  if (were_enabled) co_await c.local_irq_enable();  // local_irq_restore(flags)
 }
 
 // Step 4: a. wait for the previous owner; b. stop gathering; c. wait for the

@@ -169,7 +169,9 @@ Task<bool> SmpCall::set_nr_if_polling(cpu::Cpu& c, int target) {
 
 Task<void> SmpCall::csd_lock_wait(cpu::Cpu& c, Addr csd) {
   // smp_cond_load_acquire(&csd->node.u_flags, !(VAL & CSD_FLAG_LOCK)):
-  // LDAR, then LDXR + WFE until the line is written.
+  // LDAR, then LDXR + WFE until the line is written. From
+  // smp_call_function_single (v5.17: get_cpu() disables preemption only) it
+  // spins with interrupts enabled, so an interrupt is taken while it waits.
   co_await c.spin_until(csd + CsdLayout::flags, 4, [](std::uint64_t v) { return (v & kCsdFlagLock) == 0; },
                         Order::acquire, "csd_lock_wait: the target's csd_unlock");
 }

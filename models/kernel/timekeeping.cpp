@@ -70,14 +70,13 @@ Task<std::uint64_t> Timekeeping::read_counter(cpu::Cpu& c) {
 
 // read_hpet with the 2016 patch (Linux 4.7 arch/x86/kernel/hpet.c): one
 // 8-byte word {u32 lock (arch_spinlock_t); u32 value} on its own line.
-// `irq_time` collects the time spent in interrupts taken at local_irq_restore.
-Task<std::uint64_t> Timekeeping::read_hpet_shared(cpu::Cpu& c, Tick& irq_time) {
+// Interrupts are taken at local_irq_restore and, with the caller's interrupts
+// enabled (ktime_get in process context; not from the tick handler), during
+// the contended wait.
+Task<std::uint64_t> Timekeeping::read_hpet_shared(cpu::Cpu& c) {
   const Qspinlock hpet_lock{hpet_word_, &*qnodes_};
   auto restore_irqs = [&](bool was_enabled) -> Task<void> {
-    if (!was_enabled) co_return;
-    const Tick t = c.sim().now();
-    co_await c.local_irq_enable();
-    irq_time += c.sim().now() - t;
+    if (was_enabled) co_await c.local_irq_enable();
   };
   // 1. old.lockval = READ_ONCE(hpet.lockval); if locked: contended.
   const std::uint64_t old = co_await c.load(hpet_word_, 8);
@@ -108,12 +107,11 @@ Task<std::uint64_t> Timekeeping::read_hpet_shared(cpu::Cpu& c, Tick& irq_time) {
 
 Task<std::uint64_t> Timekeeping::read_clocksource(cpu::Cpu& c) {
   const Tick start = c.sim().now();
-  Tick irq_time = 0;
-  std::uint64_t cycles = cs_ == Clocksource::hpet_shared ? co_await read_hpet_shared(c, irq_time)
-                                                         : co_await read_counter(c);
+  const Tick irq_before = c.stats().interrupt_time;  // interrupts taken inside are not the read's time
+  std::uint64_t cycles = cs_ == Clocksource::hpet_shared ? co_await read_hpet_shared(c) : co_await read_counter(c);
   if (auto* tr = c.sim().tracer()) tr->slice(c.id(), clocksource_read_name(cs_), "clock", start, c.sim().now());
   if (start >= window_from_ && start < window_to_) {
-    const Tick spent = c.sim().now() - start - irq_time;
+    const Tick spent = c.sim().now() - start - (c.stats().interrupt_time - irq_before);
     auto& a = acct_[static_cast<std::size_t>(c.id())];
     a.read_fn += spent;
     ++a.read_fn_calls;
@@ -134,12 +132,12 @@ Task<std::int64_t> Timekeeping::ktime_get(cpu::Cpu& c) {
     // read_seqcount_begin: cpu_relax while the sequence is odd (a writer is active).
     std::uint64_t seq = co_await c.load(seq_addr, 4);
     if (seq & 1) {
-      const Tick spin_from = c.sim().now();
-      do {
+      const Tick spin_from = c.sim().now(), irq_before = c.stats().interrupt_time;
+      do {  // interrupts enabled in process context: one may be taken while it waits
         co_await c.wait_for_change(seq_addr, "tk_core.seq (writer active)");
         seq = co_await c.load(seq_addr, 4);
       } while (seq & 1);
-      retry_time += c.sim().now() - spin_from;
+      retry_time += c.sim().now() - spin_from - (c.stats().interrupt_time - irq_before);
     }
     const Tick pass = c.sim().now();
     const std::uint64_t base = co_await c.load(tk_core_ + TkCoreLayout::base, 8);

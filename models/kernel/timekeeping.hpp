@@ -118,7 +118,7 @@ class Timekeeping {
   Addr gtod() const { return gtod_; }
 
  private:
-  Task<std::uint64_t> read_hpet_shared(cpu::Cpu& c, Tick& irq_time);
+  Task<std::uint64_t> read_hpet_shared(cpu::Cpu& c);
   Task<std::uint64_t> read_counter(cpu::Cpu& c);  // rdtsc or an HPET MMIO read, no accounting
 
   scenario::Machine& m_;

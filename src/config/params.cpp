@@ -117,7 +117,7 @@ void Reader::declare(std::string_view key, Kind kind, const Spec& s) {
   t["description"] = std::string(s.doc);
   if (s.def) t["default"] = *s.def;
   json& props = (*schema_)["properties"];
-  if (sourced_ && is_numeric_kind(kind)) {
+  if (sourced_ && (is_numeric_kind(kind) || kind == Kind::boolean)) {
     json wrapped = {{"type", "object"},
                     {"description", std::string(s.doc)},
                     {"required", {"value", "source"}},
@@ -126,7 +126,9 @@ void Reader::declare(std::string_view key, Kind kind, const Spec& s) {
                      {{"value", t},
                       {"source", {{"type", "string"}, {"description", "calibration:, datasheet:, measurement: or estimate: with reasoning"}}},
                       {"range", {{"type", "array"}, {"minItems", 2}, {"maxItems", 2}}}}}};
-    props[std::string(key)] = wrapped;
+    // A number must carry its source; a switch may be bare or sourced.
+    props[std::string(key)] =
+        kind == Kind::boolean ? json{{"description", std::string(s.doc)}, {"anyOf", {t, wrapped}}} : wrapped;
   } else {
     props[std::string(key)] = t;
   }
@@ -145,7 +147,8 @@ const json* Reader::value_of(std::string_view key, Kind kind, const Spec& s) {
   registry_->mark_read(path);
   const json& v = (*object_)[std::string(key)];
   registry_->used[path] = (v.is_object() && v.contains("value")) ? v["value"] : v;
-  if (sourced_ && is_numeric_kind(kind)) {
+  // Numbers must carry their source; a switch (boolean) may, in the same form.
+  if (sourced_ && (is_numeric_kind(kind) || (kind == Kind::boolean && v.is_object()))) {
     if (!v.is_object() || !v.contains("value"))
       fail(key, "a platform number needs its source: write {\"value\": ..., \"source\": \"calibration|datasheet|measurement|estimate: ...\"}");
     for (auto it = v.begin(); it != v.end(); ++it)

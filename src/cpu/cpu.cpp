@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <fmt/format.h>
 
 namespace cohsim::cpu {
@@ -36,6 +35,12 @@ CpuParams::CpuParams(config::Reader r) {
   irq_entry = r.time("irq_entry", Spec{.doc = "exception entry to the first handler instruction", .max = 1e7});
   irq_exit = r.time("irq_exit", Spec{.doc = "exception return", .max = 1e7});
   wfi_wake = r.time("wfi_wake", Spec{.doc = "wake-up from WFI/HLT once an interrupt is pending", .max = 1e8});
+  if (arch == "arm64" || r.schema_mode())
+    outer_shareable_is_full_system = r.boolean(
+        "outer_shareable_is_full_system",
+        Spec{.doc = "arm64: the outer-shareable domain reaches every observer, so dsb osh* waits for the home's "
+                    "acknowledgement like dsb sy (false: osh barriers wait only for inner-shareable completion and "
+                    "posted MMIO writes)"});
   smt_compute_share = r.number(
       "smt_compute_share",
       Spec{.doc = "SMT: each thread's share of a solo core's compute rate while its sibling computes too (1 = no "
@@ -43,49 +48,31 @@ CpuParams::CpuParams(config::Reader r) {
            .def = 1.0, .min = 0.5, .max = 1.0});
 }
 
-// The threads of one core, for sharing compute (machine-wide table per fabric).
-struct Cpu::SmtCore {
-  int computing = 0;           ///< threads of the core inside compute() now
-  std::vector<Cpu*> threads;
-};
-
-namespace {
-std::map<std::pair<const fabric::Fabric*, int>, std::weak_ptr<void>>& smt_cores() {
-  thread_local std::map<std::pair<const fabric::Fabric*, int>, std::weak_ptr<void>> table;
-  return table;
-}
-}  // namespace
-
-Cpu::Cpu(int id, const CpuParams& p, fabric::Fabric& fab, sim::Simulator& sim)
-    : id_(id), p_(p), fab_(fab), sim_(sim), arm_(p.arch == "arm64") {
+Cpu::Cpu(int id, const CpuParams& p, fabric::Fabric& fab, sim::Simulator& sim, Core& core)
+    : id_(id), p_(p), fab_(fab), sim_(sim), arm_(p.arch == "arm64"), core_(core) {
   sim_.spawn(fmt::format("cpu{} store buffer", id_), drain_loop(), /*daemon=*/true);
   const auto& topo = fab_.interconnect().topology();
   smt_siblings_ = topo.threads_per_core() > 1;
-  if (p_.smt_compute_share < 1.0 && topo.threads_per_core() > 1) {
-    auto& slot = smt_cores()[{&fab_, topo.cpu(id_).core_global}];
-    smt_core_ = std::static_pointer_cast<SmtCore>(slot.lock());
-    if (!smt_core_) {
-      smt_core_ = std::make_shared<SmtCore>();
-      slot = smt_core_;
-    }
-    smt_core_->threads.push_back(this);
-  }
+  shares_compute_ = p_.smt_compute_share < 1.0 && smt_siblings_;
+  core_.threads.push_back(this);
 }
 
-Cpu::~Cpu() {
-  if (!smt_core_) return;
-  std::erase(smt_core_->threads, this);
-  if (smt_core_->threads.empty()) smt_cores().erase({&fab_, fab_.interconnect().topology().cpu(id_).core_global});
+Cpu::~Cpu() { std::erase(core_.threads, this); }
+
+bool Cpu::system_domain(Domain d) const {
+  return d == Domain::sy || (d == Domain::osh && p_.outer_shareable_is_full_system);
 }
 
 // ---------------------------------------------------------------- loads ---
 Task<std::uint64_t> Cpu::load(Addr a, int size, Order o) {
   ++stats_.loads;
-  if (fence_pending_ || (o == Order::acquire && arm_ && !sb_.empty())) {
-    // A dmb before, or ldar after an stlr still buffered (RCsc): wait for the stores.
-    co_await drain_store_buffer();
-    fence_pending_ = false;
-  }
+  // A dmb before it: the stores before the dmb. ldar after an stlr still
+  // buffered (RCsc): that store and the ones the in-order drain puts first.
+  std::uint64_t wait_through = load_fence_through_;
+  if (o == Order::acquire && arm_) wait_through = std::max(wait_through, release_through_);
+  // (Tested here, not in the callees: a load must not pay a coroutine frame for nothing.)
+  if (stores_drained_ < wait_through) co_await drain_through(wait_through);
+  if (device_load_fence_ > sim_.now()) co_await wait_device_fence(device_load_fence_);
   for (auto it = sb_.rbegin(); it != sb_.rend(); ++it) {
     if (it->addr == a && it->size == size) {
       ++stats_.forwarded_loads;
@@ -109,15 +96,16 @@ Task<std::uint64_t> Cpu::load(Addr a, int size, Order o) {
 // --------------------------------------------------------------- stores ---
 Task<void> Cpu::store(Addr a, int size, std::uint64_t v, Order o) {
   ++stats_.stores;
-  if (o == Order::release || o == Order::full || fence_pending_) {
-    // stlr: earlier stores must complete first (the drain is in order, so
-    // waiting for the buffer to empty orders this store after them).
-    co_await drain_store_buffer();
-    fence_pending_ = false;
-  }
+  // stlr (and any store after a dmb) needs no wait for the earlier stores:
+  // the buffer drains in order, so they are written first. A full-order
+  // store waits for them to be written before it enters.
+  if (o == Order::full) co_await drain_store_buffer();
+  if (device_store_fence_ > sim_.now()) co_await wait_device_fence(device_store_fence_);
   while (static_cast<int>(sb_.size()) >= p_.store_buffer_entries)
     co_await sb_popped_.wait(sim_, "store buffer space");
   sb_.push_back({a, size, v});
+  ++stores_buffered_;
+  if (o == Order::release || o == Order::full) release_through_ = stores_buffered_;
   sb_pushed_.notify_all(sim_);
   co_await sim_.delay(p_.cycles(1));
 }
@@ -132,6 +120,7 @@ Task<void> Cpu::drain_loop() {
     note_write_done(line);
     co_await sim_.delay(p_.store_commit);
     sb_.pop_front();
+    ++stores_drained_;
     sb_popped_.notify_all(sim_);
   }
 }
@@ -147,23 +136,51 @@ void Cpu::note_write_done(Addr line) {
   last_system_done_ = std::max(last_system_done_, std::max(ack, issue + p_.system_ack_interval));
 }
 
-Task<void> Cpu::drain_store_buffer() {
-  while (!sb_.empty()) co_await sb_popped_.wait(sim_, "store buffer drain");
+Task<void> Cpu::drain_store_buffer() { co_await drain_through(stores_buffered_); }
+
+Task<void> Cpu::drain_through(std::uint64_t count) {
+  while (stores_drained_ < count) co_await sb_popped_.wait(sim_, "store buffer drain");
+}
+
+Task<void> Cpu::wait_device_fence(Tick until) {
+  if (until > sim_.now()) co_await sim_.delay(until - sim_.now());
 }
 
 Task<void> Cpu::wait_system_completion() {
   co_await drain_store_buffer();
-  if (last_system_done_ > sim_.now()) co_await sim_.delay(last_system_done_ - sim_.now());
+  Tick done = last_system_done_;
+  for (const auto& [device, arrival] : device_writes_) done = std::max(done, arrival);
+  if (done > sim_.now()) co_await sim_.delay(done - sim_.now());
+}
+
+Tick Cpu::post_device_write(int device, Tick arrival) {
+  for (auto& [ep, last] : device_writes_)
+    if (ep == device) return last = std::max(last, arrival);
+  device_writes_.emplace_back(device, arrival);
+  return arrival;
+}
+
+Tick Cpu::device_writes_arrived(int device) const {
+  for (const auto& [ep, last] : device_writes_)
+    if (ep == device) return last;
+  return 0;
 }
 
 // -------------------------------------------------------------- atomics ---
 Task<std::uint64_t> Cpu::rmw(Addr a, int size, RmwOp op, std::uint64_t operand, std::uint64_t compare, Order o) {
   ++stats_.atomics;
-  // Release semantics (and every x86 locked operation) order earlier stores first.
-  if (!arm_ || o == Order::release || o == Order::full || fence_pending_) {
+  // Release semantics (and every x86 locked operation) order earlier stores
+  // first; otherwise a dmb before it orders the stores before the dmb, and an
+  // acquire after a buffered stlr waits for that store (RCsc).
+  if (!arm_ || o == Order::release || o == Order::full) {
     co_await drain_store_buffer();
-    fence_pending_ = false;
+  } else {
+    std::uint64_t wait_through = atomic_fence_through_;
+    if (o == Order::acquire) wait_through = std::max(wait_through, release_through_);
+    if (stores_drained_ < wait_through) co_await drain_through(wait_through);
   }
+  if (const Tick fence = std::max(device_load_fence_, device_store_fence_); fence > sim_.now())
+    co_await wait_device_fence(fence);
   // Same-address order: the atomic must act on this CPU's own buffered stores
   // to its bytes (there is no forwarding into a read-modify-write).
   for (const Pending& e : sb_)
@@ -222,27 +239,49 @@ Task<std::uint64_t> Cpu::rmw(Addr a, int size, RmwOp op, std::uint64_t operand, 
 }
 
 // ------------------------------------------------------------- barriers ---
+namespace {
+/// The barrier as the kernel's disassembly names it ("dsb ishst", "dsb oshld", "dsb sy").
+std::string barrier_name(std::string_view insn, Domain d, BarrierType t) {
+  const char* domain = d == Domain::ish ? "ish" : d == Domain::osh ? "osh" : d == Domain::nsh ? "nsh" : "";
+  const char* type = t == BarrierType::st ? "st" : t == BarrierType::ld ? "ld" : "";
+  if (d == Domain::sy && t == BarrierType::all) return fmt::format("{} sy", insn);
+  return fmt::format("{} {}{}", insn, domain, type);
+}
+}  // namespace
+
 Task<void> Cpu::dsb(Domain d, BarrierType t) {
   ++stats_.barriers;
   Tick start = sim_.now();
   if (t != BarrierType::ld) {
-    if (d == Domain::sy || d == Domain::osh) co_await wait_system_completion();
-    else co_await drain_store_buffer();
+    if (system_domain(d)) {
+      co_await wait_system_completion();
+    } else {
+      co_await drain_store_buffer();
+      if (d == Domain::osh)  // Device memory is outer shareable: its posted writes
+        for (const auto& [device, arrival] : device_writes_) co_await wait_device_fence(arrival);
+    }
   }
-  fence_pending_ = false;
   co_await sim_.delay(p_.dsb_cost);
   stats_.barrier_stall += sim_.now() - start;
-  if (auto* tr = sim_.tracer())
-    tr->slice(id_, d == Domain::sy || d == Domain::osh ? (t == BarrierType::st ? "dsb st" : "dsb sy")
-                                                        : (t == BarrierType::st ? "dsb ishst" : "dsb ish"),
-              "barrier", start, sim_.now());
+  if (auto* tr = sim_.tracer()) tr->slice(id_, barrier_name("dsb", d, t), "barrier", start, sim_.now());
 }
 
 Task<void> Cpu::dmb(Domain d, BarrierType t) {
   ++stats_.barriers;
   // Loads are in order and the store buffer drains in order, so a dmb only
-  // has to make later accesses wait for earlier stores (st->ld ordering).
-  if (t != BarrierType::ld && !sb_.empty()) fence_pending_ = true;
+  // has to make later loads (dmb all) and atomics (dmb all or st) wait for
+  // the stores before it (header comment: inner-shareable completion in
+  // every domain). An osh/sy dmb also orders earlier posted MMIO writes.
+  if (t != BarrierType::ld) {
+    atomic_fence_through_ = stores_buffered_;
+    if (t == BarrierType::all) load_fence_through_ = stores_buffered_;
+    if (d == Domain::sy || d == Domain::osh) {
+      Tick posted = 0;
+      for (const auto& [device, arrival] : device_writes_) posted = std::max(posted, arrival);
+      device_store_fence_ = std::max(device_store_fence_, posted);
+      if (t == BarrierType::all) device_load_fence_ = std::max(device_load_fence_, posted);
+    }
+  }
   co_await sim_.delay(p_.dmb_cost);
 }
 
@@ -275,7 +314,7 @@ Task<void> Cpu::compute(Tick d) {
     const double share = compute_share();
     const Tick start = sim_.now();
     const Tick wall = share >= 1.0 ? work : static_cast<Tick>(std::ceil(static_cast<double>(work) / share));
-    if (!interruptible && !smt_core_) {
+    if (!interruptible && !shares_compute_) {
       co_await sim_.delay(wall);
       break;
     }
@@ -290,18 +329,26 @@ Task<void> Cpu::compute(Tick d) {
 }
 
 double Cpu::compute_share() const {
-  return smt_core_ && smt_core_->computing > (computing_ ? 1 : 0) ? p_.smt_compute_share : 1.0;
+  return shares_compute_ && core_.computing > (computing_ ? 1 : 0) ? p_.smt_compute_share : 1.0;
 }
 
 void Cpu::set_computing(bool on) {
-  if (!smt_core_ || computing_ == on) return;
+  if (!shares_compute_ || computing_ == on) return;
   computing_ = on;
-  smt_core_->computing += on ? 1 : -1;
-  for (Cpu* sibling : smt_core_->threads)  // their rate changes now
+  core_.computing += on ? 1 : -1;
+  for (Cpu* sibling : core_.threads)  // their rate changes now
     if (sibling != this && sibling->computing_) sibling->compute_signal_.notify_all(sim_);
 }
 
 Task<void> Cpu::wait_for_change(Addr a, std::string_view what) {
+  // WFE (and a PAUSE loop) wakes for an unmasked interrupt, which is taken
+  // on waking; the caller's loop then loads and checks again.
+  const bool interruptible = irqs_enabled_ && !in_interrupt_;
+  if (interruptible && irq_pending_) {
+    ++stats_.interrupts_in_spins;
+    co_await poll_interrupts();
+    co_return;
+  }
   Tick start = sim_.now();
   Tick deadline = arm_ && p_.wfe_event_stream > 0 ? sim_.now() + p_.wfe_event_stream : sim::kNever;
   // An SMT sibling's write lands in the shared cache without a loss: if it
@@ -311,8 +358,14 @@ Task<void> Cpu::wait_for_change(Addr a, std::string_view what) {
   if (smt_siblings_ && fabric::line_of(last_load_.addr) == line && fab_.holds(id_, line, false) &&
       fab_.read(id_, last_load_.addr, last_load_.size) != last_load_.value)
     co_return;
+  if (interruptible) spin_sleeper_ = sim_.current();
   co_await fab_.wait_for_loss(id_, line, deadline, what);
+  spin_sleeper_ = nullptr;
   if (auto* tr = sim_.tracer()) tr->slice(id_, what, arm_ ? "wfe" : "pause", start, sim_.now());
+  if (interruptible && irq_pending_) {
+    ++stats_.interrupts_in_spins;
+    co_await poll_interrupts();
+  }
 }
 
 Task<std::uint64_t> Cpu::spin_until(Addr a, int size, std::function<bool(std::uint64_t)> pred, Order o,
@@ -332,6 +385,7 @@ void Cpu::raise_interrupt() {
   irq_pending_ = true;
   irq_signal_.notify_all(sim_);
   compute_signal_.notify_all(sim_);
+  if (spin_sleeper_ != nullptr) sim_.wake(spin_sleeper_, spin_sleeper_->wait_id());
 }
 
 Task<void> Cpu::take_interrupt() {
@@ -344,6 +398,7 @@ Task<void> Cpu::take_interrupt() {
   co_await sim_.delay(p_.irq_entry);
   if (irq_handler_) co_await irq_handler_(*this);
   co_await sim_.delay(p_.irq_exit);
+  stats_.interrupt_time += sim_.now() - start;
   if (auto* tr = sim_.tracer()) tr->slice(id_, "interrupt", "irq", start, sim_.now());
   in_interrupt_ = false;
   irqs_enabled_ = was_enabled;

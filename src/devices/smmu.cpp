@@ -1,5 +1,6 @@
 #include "cohsim/devices/smmu.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <fmt/format.h>
@@ -117,15 +118,25 @@ Task<void> Smmu::execute(std::uint64_t dword0, std::uint64_t dword1, std::uint32
 Task<void> mmio_write(cpu::Cpu& cpu, Smmu& smmu, SmmuReg r, std::uint32_t value) {
   auto& sim = cpu.sim();
   auto& icn = cpu.fabric().interconnect();
-  const Tick arrive = icn.send(icn.cpu_endpoint(cpu.id()), smmu.endpoint(), sim.now());
-  co_await sim.delay(arrive - sim.now() + smmu.params().register_access);
-  smmu.register_write(r, value);
+  // Posted: the CPU goes on once the store has issued; the write reaches the
+  // device after every earlier write of this CPU to it, and the device takes
+  // it a register access later.
+  const Tick arrive =
+      cpu.post_device_write(smmu.endpoint(), icn.send(icn.cpu_endpoint(cpu.id()), smmu.endpoint(), sim.now()));
+  auto deliver = [](sim::Simulator* s, Smmu* dev, Tick at, SmmuReg reg, std::uint32_t v) -> Task<void> {
+    co_await s->delay(at - s->now());
+    dev->register_write(reg, v);
+  };
+  sim.spawn(smmu.name() + " register write", deliver(&sim, &smmu, arrive + smmu.params().register_access, r, value));
+  co_await sim.delay(cpu.params().cycles(1));
 }
 
 Task<std::uint32_t> mmio_read(cpu::Cpu& cpu, Smmu& smmu, SmmuReg r) {
   auto& sim = cpu.sim();
   auto& icn = cpu.fabric().interconnect();
-  const Tick arrive = icn.send(icn.cpu_endpoint(cpu.id()), smmu.endpoint(), sim.now());
+  // Device-nGnRE: the read arrives after this CPU's earlier writes to the device.
+  const Tick arrive = std::max(icn.send(icn.cpu_endpoint(cpu.id()), smmu.endpoint(), sim.now()),
+                               cpu.device_writes_arrived(smmu.endpoint()));
   co_await sim.delay(arrive - sim.now() + smmu.params().register_access);
   const std::uint32_t v = smmu.register_read(r);
   const Tick back = icn.send(smmu.endpoint(), icn.cpu_endpoint(cpu.id()), sim.now());

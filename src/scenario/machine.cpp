@@ -29,8 +29,10 @@ Machine::Machine(const PlatformDoc& platform, std::uint64_t seed, config::Regist
   mem_ = std::make_unique<fabric::MemoryMap>(topo_->node_count(), fp.node_capacity);
   fabric_ = std::make_unique<fabric::Fabric>(fp, sim_, *icn_, *mem_, seed);
   cpu_params_ = cpu::CpuParams(root_.section("cpu", "core clock, store buffer, barriers, atomics, interrupts"));
+  cores_ = std::vector<cpu::Core>(static_cast<std::size_t>(topo_->core_count()));
   for (int c = 0; c < topo_->cpu_count(); ++c)
-    cpus_.push_back(std::make_unique<cpu::Cpu>(c, cpu_params_, *fabric_, sim_));
+    cpus_.push_back(std::make_unique<cpu::Cpu>(c, cpu_params_, *fabric_, sim_,
+                                               cores_[static_cast<std::size_t>(topo_->cpu(c).core_global)]));
   // The interrupt controller's section is read here, once, so that every run
   // validates it at load (an unread key stays an error) even when its
   // workload sends no interrupt; models that do build the GIC from it.

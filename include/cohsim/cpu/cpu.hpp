@@ -4,10 +4,33 @@
 //
 // Store completion has two steps (the barrier hypothesis, kept here only):
 //   inner-shareable completion: the store buffer wrote the line in this core's
-//     cache with ownership (dsb ish*, dmb, release and locked operations wait for it);
+//     cache with ownership (dsb ish* waits for it);
 //   full-system completion: the line's home acknowledged the write, a round
 //     trip away, and the core's bus interface issues one acknowledgement per
-//     `system_ack_interval` (dsb sy/st/osh* wait for it).
+//     `system_ack_interval` (dsb sy/st wait for it, and dsb osh* where the
+//     platform's `outer_shareable_is_full_system` says the domains are one).
+// A posted MMIO write (Device-nGnRE, writel_relaxed) leaves the core at once
+// and completes when it reaches its device; writes to one device arrive in
+// program order; dsb sy/osh and a later MMIO read of that device wait for it.
+//
+// Ordering, as strong as the architecture and no stronger (the store buffer
+// drains in order and loads perform in order, so store->store and load->any
+// order is always kept; only what would pass those needs waiting):
+//   dmb ish / osh / sy (all): later loads and atomics wait for the stores
+//     before it to reach inner-shareable completion. Every observer of this
+//     model (the CPUs and the I/O-coherent devices, whose reads snoop the
+//     owner's cache through the home) sees a store from then on, so no domain
+//     needs the home's acknowledgement for ordering: that is a completion,
+//     which only a DSB waits for.
+//   dmb *st: later atomics wait as above; later loads do not wait.
+//   dmb *ld: nothing waits (loads are in order already).
+//   dmb osh/sy (all or st) also orders earlier posted MMIO writes before
+//     later accesses (Device memory is outer shareable, outside ish): those
+//     accesses wait for the writes to reach their device.
+//   stlr (release store) enters the buffer behind the earlier stores without
+//     waiting; ldar (acquire load) waits only for the newest release store
+//     still buffered and the stores the in-order drain puts before it (RCsc),
+//     not for plain stores after it.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +38,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cohsim/config/params.hpp"
 #include "cohsim/fabric/fabric.hpp"
@@ -30,7 +55,8 @@ using sim::Tick;
 /// Memory ordering of an access, as the kernel names it.
 enum class Order { relaxed, acquire, release, full };
 /// Barrier domain: inner shareable (the CPUs), full system (every observer),
-/// outer shareable (treated as full system: it includes the SMMU and devices).
+/// outer shareable (the CPUs and the coherent devices: the same as full system
+/// unless the platform's `outer_shareable_is_full_system` says otherwise).
 enum class Domain { ish, sy, osh, nsh };
 /// Which accesses a barrier waits for.
 enum class BarrierType { all, st, ld };
@@ -47,6 +73,7 @@ struct CpuParams {
   Tick dsb_cost = 0, dmb_cost = 0, isb_cost = 0;  ///< arm64 barrier pipeline costs
   Tick mfence_cost = 0, lfence_cost = 0, sfence_cost = 0;  ///< x86 fence pipeline costs
   Tick wfe_event_stream = 0;    ///< arm64 event stream period waking WFE (0 = off)
+  bool outer_shareable_is_full_system = true;  ///< arm64: osh barriers wait like sy (else like ish, plus MMIO)
   Tick irq_entry = 0, irq_exit = 0;  ///< exception entry / return
   Tick wfi_wake = 0;            ///< wake-up from WFI / HLT once an interrupt is pending
   double smt_compute_share = 1;  ///< each thread's share of a solo core while its SMT sibling computes too
@@ -60,12 +87,24 @@ struct CpuParams {
 struct CpuStats {
   std::uint64_t loads = 0, stores = 0, atomics = 0, forwarded_loads = 0;
   std::uint64_t llsc_retries = 0, spin_wakeups = 0, barriers = 0, interrupts = 0;
+  std::uint64_t interrupts_in_spins = 0;  ///< interrupts taken while spinning (WFE / PAUSE loop)
   Tick barrier_stall = 0;
+  Tick interrupt_time = 0;  ///< time inside interrupts, entry to exception return
+};
+
+class Cpu;
+
+/// One physical core: its hardware threads and what they share. Created with
+/// the CPUs by whoever builds the machine, and outlives them.
+struct Core {
+  int computing = 0;          ///< threads of the core inside compute() now
+  std::vector<Cpu*> threads;  ///< the core's CPUs, in creation order
 };
 
 class Cpu {
  public:
-  Cpu(int id, const CpuParams& p, fabric::Fabric& fab, sim::Simulator& sim);
+  /// CPU `id`, one hardware thread of `core`.
+  Cpu(int id, const CpuParams& p, fabric::Fabric& fab, sim::Simulator& sim, Core& core);
   ~Cpu();
 
   int id() const { return id_; }
@@ -78,7 +117,8 @@ class Cpu {
   // ------------------------------------------------------------ memory ---
   /// Load of 1/2/4/8 bytes; store-to-load forwarding from the store buffer.
   Task<std::uint64_t> load(Addr a, int size = 8, Order o = Order::relaxed);
-  /// Store through the store buffer (Order::release = stlr: waits for earlier stores).
+  /// Store through the store buffer (Order::release = stlr: drains after the
+  /// earlier stores, in order; Order::full also waits for them first).
   Task<void> store(Addr a, int size, std::uint64_t v, Order o = Order::relaxed);
   /// Atomic read-modify-write; returns the old value. On arm64 with LSE one
   /// instruction (CAS/SWP/LDADD/LDCLR/LDSET/LDEOR with the ordering suffix);
@@ -102,8 +142,17 @@ class Cpu {
   Task<void> sfence();
   /// Waits until the store buffer is empty (inner-shareable completion).
   Task<void> drain_store_buffer();
-  /// Waits until every store so far has full-system completion.
+  /// Waits until every store so far has full-system completion, and every
+  /// posted MMIO write reached its device.
   Task<void> wait_system_completion();
+  /// A posted MMIO write to device endpoint `device` that reaches it at
+  /// `arrival`: returns when it arrives, later than every earlier posted write
+  /// of this CPU to that device (Device-nGnRE keeps their order); later
+  /// barriers and reads wait for it.
+  Tick post_device_write(int device, Tick arrival);
+  /// When this CPU's posted MMIO writes to `device` have all arrived (a later
+  /// read of that device arrives after them).
+  Tick device_writes_arrived(int device) const;
 
   // -------------------------------------------------------- time, spin ---
   /// Non-memory work of `d` on a core of its own; interrupts are taken in the
@@ -113,9 +162,12 @@ class Cpu {
   Task<void> compute_cycles(double n) { return compute(p_.cycles(n)); }
   /// Sleeps until this CPU's copy of the line at `a` is invalidated or
   /// evicted (WFE / a PAUSE loop's next miss), or the event stream fires.
+  /// With interrupts enabled (outside a handler) a pending interrupt wakes it
+  /// too and is taken before it returns; with them disabled it waits on.
   Task<void> wait_for_change(Addr a, std::string_view what);
   /// smp_cond_load_*: loads until pred(value) holds, sleeping in between;
-  /// returns the value. Counts each wake-up that found pred false.
+  /// returns the value. Counts each wake-up that found pred false. An
+  /// interrupt taken while asleep is followed by a new load and check.
   Task<std::uint64_t> spin_until(Addr a, int size, std::function<bool(std::uint64_t)> pred, Order o,
                                  std::string_view what);
 
@@ -141,9 +193,16 @@ class Cpu {
     std::uint64_t value;
   };
   Task<void> drain_loop();
+  /// Waits until the first `count` stores ever buffered have been written.
+  Task<void> drain_through(std::uint64_t count);
+  /// Waits until `until`, when the posted MMIO writes a dmb osh/sy ordered
+  /// before the next access have reached their devices.
+  Task<void> wait_device_fence(Tick until);
   Task<void> take_interrupt();
   void note_write_done(Addr line);
-  struct SmtCore;
+  /// True when a full-system barrier is meant: sy, or osh where the platform
+  /// says the outer-shareable domain is the full system.
+  bool system_domain(Domain d) const;
   double compute_share() const;
   void set_computing(bool on);
 
@@ -154,7 +213,14 @@ class Cpu {
   bool arm_;
   std::deque<Pending> sb_;
   sim::Signal sb_pushed_, sb_popped_;
-  bool fence_pending_ = false;  ///< a dmb asks later accesses to wait for earlier stores
+  std::uint64_t stores_buffered_ = 0;  ///< stores ever put in the buffer
+  std::uint64_t stores_drained_ = 0;   ///< of those, written into the cache (in order)
+  std::uint64_t release_through_ = 0;  ///< stores_buffered_ just after the newest release store
+  std::uint64_t load_fence_through_ = 0;    ///< a dmb: later loads wait until this many drained
+  std::uint64_t atomic_fence_through_ = 0;  ///< a dmb (all or st): later atomics wait likewise
+  Tick device_load_fence_ = 0;   ///< a dmb osh/sy: later loads wait for posted MMIO writes till then
+  Tick device_store_fence_ = 0;  ///< a dmb osh/sy (all or st): later stores and atomics likewise
+  std::vector<std::pair<int, Tick>> device_writes_;  ///< per device endpoint: last posted write's arrival
   Tick last_system_done_ = 0;
   Tick last_ack_issue_ = 0;
   CpuStats stats_;
@@ -163,8 +229,10 @@ class Cpu {
   bool irqs_enabled_ = true;
   bool in_interrupt_ = false;
   sim::Signal irq_signal_;
+  sim::Process* spin_sleeper_ = nullptr;  ///< this CPU asleep in an interruptible spin (an interrupt wakes it)
   sim::Signal compute_signal_;           ///< wakes compute(): an interrupt or a sibling's change
-  std::shared_ptr<SmtCore> smt_core_;    ///< threads of this core (only when SMT shares compute)
+  Core& core_;                           ///< the physical core this thread runs on
+  bool shares_compute_ = false;          ///< SMT siblings share compute (smt_compute_share < 1)
   bool computing_ = false;
   Pending last_load_{~Addr{0}, 8, 0};  ///< the last load served by the cache (address, size, value)
   bool smt_siblings_ = false;          ///< this core has other hardware threads

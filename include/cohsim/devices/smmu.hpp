@@ -79,6 +79,8 @@ class Smmu {
   /// log2(queue_entries): the position of the wrap bit in PROD/CONS.
   int max_n_shift() const { return shift_; }
   int endpoint() const { return endpoint_; }
+  /// The device name (in process names and logs).
+  const std::string& name() const { return name_; }
   const SmmuStats& stats() const { return stats_; }
   /// Every command executed, in execution order (dword0, entry index), when recording.
   void record_commands(bool on) { recording_ = on; }
@@ -112,12 +114,14 @@ class Smmu {
   std::vector<Executed> executed_;
 };
 
-/// writel_relaxed to an SMMU register: the store travels to the device
-/// endpoint over the interconnect (uncached, in order: the CPU waits for the
-/// device to take it) and pays the register access time there.
+/// writel_relaxed to an SMMU register (Device-nGnRE, posted): the CPU goes
+/// on after issuing it; the store travels to the device endpoint over the
+/// interconnect, in order behind this CPU's earlier writes to the device, and
+/// takes effect a register access time after it arrives. dsb sy/osh, a dmb
+/// osh/sy before a later access and a later mmio_read wait for its arrival.
 Task<void> mmio_write(cpu::Cpu& cpu, Smmu& smmu, SmmuReg r, std::uint32_t value);
 /// readl_relaxed of an SMMU register: a round trip to the device plus its
-/// register access time.
+/// register access time; it arrives after this CPU's earlier posted writes.
 Task<std::uint32_t> mmio_read(cpu::Cpu& cpu, Smmu& smmu, SmmuReg r);
 
 }  // namespace cohsim::devices

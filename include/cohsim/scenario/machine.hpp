@@ -76,6 +76,7 @@ class Machine {
   std::unique_ptr<fabric::MemoryMap> mem_;
   std::unique_ptr<fabric::Fabric> fabric_;
   cpu::CpuParams cpu_params_;
+  std::vector<cpu::Core> cores_;  ///< one per physical core, sized once (the CPUs point into it)
   std::vector<std::unique_ptr<cpu::Cpu>> cpus_;
   std::optional<devices::SmmuParams> smmu_params_;
   std::optional<devices::HpetParams> hpet_params_;

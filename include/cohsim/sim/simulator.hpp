@@ -133,6 +133,8 @@ class Process {
   Tick wait_since() const { return wait_since_; }
   /// True when the last wait ended by its timeout rather than a notify.
   bool timed_out() const { return timed_out_; }
+  /// The id of the current wait (for Simulator::wake from outside its signal).
+  std::uint64_t wait_id() const { return wait_id_; }
 
  private:
   friend class Simulator;
