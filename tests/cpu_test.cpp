@@ -407,3 +407,16 @@ TEST_CASE("each physical core of a machine lists exactly its own hardware thread
   CHECK(r.cores[static_cast<std::size_t>(r.topo->cpu(last).core_global)].threads.size() ==
         static_cast<std::size_t>(r.topo->threads_per_core() - 1));
 }
+
+TEST_CASE("a run ends only when the stores a finished program left in its store buffer are written", "[cpu]") {
+  Rig r(platform_json());
+  Addr x = r.line(2, "remote");  // a cold line on the other socket: the drain takes a while
+  Tick program_done = 0;
+  spawn_at(r.sim, 0, [&]() -> Task<void> {
+    co_await r.cpu(0).store(x, 8, 42, cpu::Order::release);
+    program_done = r.sim.now();
+  });
+  r.run();
+  CHECK(r.sim.now() >= program_done + cold_store_drain(r, 0, 2) - r.cpu(0).params().cycles(1));
+  CHECK(r.fab->peek(x, 8) == 42);
+}

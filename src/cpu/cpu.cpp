@@ -103,6 +103,7 @@ Task<void> Cpu::store(Addr a, int size, std::uint64_t v, Order o) {
   if (device_store_fence_ > sim_.now()) co_await wait_device_fence(device_store_fence_);
   while (static_cast<int>(sb_.size()) >= p_.store_buffer_entries)
     co_await sb_popped_.wait(sim_, "store buffer space");
+  if (sb_.empty()) sim_.hold_run();  // a run ends only when its stores are written
   sb_.push_back({a, size, v});
   ++stores_buffered_;
   if (o == Order::release || o == Order::full) release_through_ = stores_buffered_;
@@ -120,6 +121,7 @@ Task<void> Cpu::drain_loop() {
     note_write_done(line);
     co_await sim_.delay(p_.store_commit);
     sb_.pop_front();
+    if (sb_.empty()) sim_.release_run();
     ++stores_drained_;
     sb_popped_.notify_all(sim_);
   }

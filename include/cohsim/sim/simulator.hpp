@@ -192,6 +192,11 @@ class Simulator {
   /// stop() is called. Rethrows the first exception raised inside a process;
   /// throws WatchdogError when the run is stuck or livelocked.
   RunEnd run(const RunLimits& limits = {});
+  /// Work in flight that a run must finish although no model process waits
+  /// for it (stores still in a CPU's store buffer): run() does not end as
+  /// all done while a hold is taken. Each hold_run() needs one release_run().
+  void hold_run() { ++live_non_daemon_; }
+  void release_run() { --live_non_daemon_; }
   /// Makes run() return after the current event.
   void stop() { stop_requested_ = true; }
 
