@@ -48,11 +48,6 @@ Timekeeping::Timekeeping(scenario::Machine& m, devices::Hpet& hpet, Clocksource 
   acct_.resize(static_cast<std::size_t>(m.cpu_count()));
 }
 
-void Timekeeping::set_window(Tick from, Tick to) {
-  window_from_ = from;
-  window_to_ = to;
-}
-
 std::int64_t Timekeeping::cycles_to_ns(std::uint64_t delta) const {
   return static_cast<std::int64_t>(static_cast<long double>(delta) * 1e9L / static_cast<long double>(hz_));
 }
@@ -110,7 +105,7 @@ Task<std::uint64_t> Timekeeping::read_clocksource(cpu::Cpu& c) {
   std::uint64_t cycles = cs_ == Clocksource::hpet_shared ? co_await read_hpet_shared(c, irq_time)
                                                          : co_await read_counter(c);
   if (auto* tr = c.sim().tracer()) tr->slice(c.id(), clocksource_read_name(cs_), "clock", start, c.sim().now());
-  if (start >= window_from_ && start < window_to_) {
+  if (in_window(c.sim().now())) {
     const Tick spent = c.sim().now() - start - irq_time;
     auto& a = acct_[static_cast<std::size_t>(c.id())];
     a.read_fn += spent;
@@ -124,7 +119,6 @@ Task<std::uint64_t> Timekeeping::read_clocksource(cpu::Cpu& c) {
 //   do { seq = read_seqcount_begin(&tk_core.seq); base = tk->tkr_mono.base;
 //        nsecs = timekeeping_get_ns(&tk->tkr_mono); } while (read_seqcount_retry(&tk_core.seq, seq));
 Task<std::int64_t> Timekeeping::ktime_get(cpu::Cpu& c) {
-  const Tick start = c.sim().now();
   Tick retry_time = 0;  // spinning on an odd sequence, and failed passes outside their clock reads
   std::uint64_t retries = 0;
   const Addr seq_addr = tk_core_ + TkCoreLayout::seq;
@@ -148,7 +142,7 @@ Task<std::int64_t> Timekeeping::ktime_get(cpu::Cpu& c) {
     // read_seqcount_retry: smp_rmb (a compiler barrier on x86), reload.
     if (co_await c.load(seq_addr, 4) == seq) {
       co_await c.sim().delay(costs_.ktime_get_overhead);
-      if (start >= window_from_ && start < window_to_) {
+      if (in_window(c.sim().now())) {
         auto& a = acct_[static_cast<std::size_t>(c.id())];
         a.seq_retry += retry_time;
         ++a.ktime_calls;
@@ -194,7 +188,7 @@ Task<void> Timekeeping::update_wall_time(cpu::Cpu& c) {
   for (Addr off = 64; off < TkCoreLayout::bytes; off += 64) co_await c.store(tk_core_ + off, 8, new_base);
   co_await c.store(seq_addr, 4, seq + 2);  // write_seqcount_end
   co_await c.store(timekeeper_lock_, 1, 0, Order::release);  // raw_spin_unlock
-  if (c.sim().now() >= window_from_ && c.sim().now() < window_to_) ++acct_[static_cast<std::size_t>(c.id())].wall_time_updates;
+  if (in_window(c.sim().now())) ++acct_[static_cast<std::size_t>(c.id())].wall_time_updates;
   if (was_enabled) co_await c.local_irq_enable();
 }
 
@@ -218,7 +212,7 @@ Task<std::int64_t> Timekeeping::vdso_clock_gettime(cpu::Cpu& c) {
   }
   co_await c.sim().delay(costs_.vdso_overhead);
   if (auto* tr = c.sim().tracer()) tr->slice(c.id(), "vDSO clock_gettime", "clock", start, c.sim().now());
-  if (start >= window_from_ && start < window_to_) {
+  if (in_window(c.sim().now())) {
     auto& a = acct_[static_cast<std::size_t>(c.id())];
     a.vdso += c.sim().now() - start;
     ++a.vdso_calls;
