@@ -164,3 +164,18 @@ TEST_CASE("every row a shipped scenario's numbers say they were fitted to exists
   }
   CHECK(named > 0);
 }
+
+TEST_CASE("a platform with the TSC read cost in its old place, the HPET section, is told the new key", "[config]") {
+  TempDir dir;
+  json doc = platform_json("haswell-ex");
+  doc["hpet"]["tsc_read"] = doc["cpu"]["tsc_read"];
+  doc["cpu"].erase("tsc_read");
+  const std::string path = dir.write("old-haswell.json", doc.dump());
+  config::Registry reg;
+  try {
+    scenario::Machine m(scenario::load_platform(path), 1, reg);
+    FAIL("the old key was accepted");
+  } catch (const config::ConfigError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("platform.hpet.tsc_read") && Catch::Contains("moved to platform.cpu.tsc_read"));
+  }
+}

@@ -6,15 +6,6 @@ namespace cohsim::models::kernel {
 
 using cpu::Order;
 
-const char* clocksource_name(Clocksource c) {
-  switch (c) {
-    case Clocksource::tsc: return "tsc";
-    case Clocksource::hpet: return "hpet";
-    case Clocksource::hpet_shared: return "hpet-shared";
-  }
-  return "?";
-}
-
 namespace {
 /// The kernel function a clock read runs in, as a timeline slice name.
 const char* clocksource_read_name(Clocksource c) {
@@ -55,7 +46,7 @@ std::int64_t Timekeeping::cycles_to_ns(std::uint64_t delta) const {
 // rdtsc (vread_tsc / read_tsc) or hpet_readl(HPET_COUNTER) (vread_hpet / read_hpet).
 Task<std::uint64_t> Timekeeping::read_counter(cpu::Cpu& c) {
   if (cs_ == Clocksource::tsc) {
-    co_await c.sim().delay(hpet_.params().tsc_read);  // one instruction: not interruptible
+    co_await c.sim().delay(c.params().tsc_read);  // one instruction: not interruptible
     const auto now = static_cast<unsigned __int128>(c.sim().now());
     co_return static_cast<std::uint64_t>(now * static_cast<unsigned __int128>(hz_) / 1'000'000'000'000ull);
   }
