@@ -32,8 +32,6 @@ using sim::Tick;
 
 /// The clocksource in use (the AIM7 scenario's variants).
 enum class Clocksource { tsc, hpet, hpet_shared };
-/// "tsc", "hpet", "hpet-shared".
-const char* clocksource_name(Clocksource c);
 /// Parses a clocksource name; throws std::invalid_argument.
 Clocksource parse_clocksource(const std::string& name);
 
