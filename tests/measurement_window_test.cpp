@@ -144,3 +144,10 @@ TEST_CASE("ipi-latency: the samples are the measured IPIs, and the delivery time
   CHECK(five.get("samples") == 4 * pairs);
   CHECK(five.get("ipi_delivery_ns") == Approx(two.get("ipi_delivery_ns")).epsilon(1e-6));
 }
+
+TEST_CASE("aim7: a saturated HPET is busy for the window's length and no more, its queue left for later",
+          "[window][hpet]") {
+  auto r = run_scenario("hpet-ivybridge-ex.json", "hpet", {{"warmup", "1ms"}, {"duration", "2ms"}});
+  CHECK(r.get("hpet_busy_pct") <= 100.0);
+  CHECK(r.get("hpet_busy_pct") > 99.0);
+}
