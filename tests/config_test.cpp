@@ -187,3 +187,18 @@ TEST_CASE("a platform switch may carry its source like a number, and a sourced n
     }
   }
 }
+
+TEST_CASE("a platform with the TSC read cost in its old place, the HPET section, is told the new key", "[config]") {
+  TempDir dir;
+  json doc = platform_json("haswell-ex");
+  doc["hpet"]["tsc_read"] = doc["cpu"]["tsc_read"];
+  doc["cpu"].erase("tsc_read");
+  const std::string path = dir.write("old-haswell.json", doc.dump());
+  config::Registry reg;
+  try {
+    scenario::Machine m(scenario::load_platform(path), 1, reg);
+    FAIL("the old key was accepted");
+  } catch (const config::ConfigError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("platform.hpet.tsc_read") && Catch::Contains("moved to platform.cpu.tsc_read"));
+  }
+}

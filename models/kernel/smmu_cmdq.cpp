@@ -30,15 +30,6 @@ CmdqVariant parse_cmdq_variant(const std::string& name) {
   throw std::invalid_argument("unknown command queue variant " + name);
 }
 
-const char* cmdq_variant_name(CmdqVariant v) {
-  switch (v) {
-    case CmdqVariant::cmpxchg: return "cmpxchg";
-    case CmdqVariant::spinlock_fallback: return "spinlock-fallback";
-    case CmdqVariant::fetch_add: return "fetch-add";
-  }
-  return "?";
-}
-
 SmmuCmdq::SmmuCmdq(CmdqVariant v, devices::Smmu& smmu, fabric::MemoryMap& mem, const topo::Topology& topo)
     : variant_(v), smmu_(smmu), shift_(smmu.max_n_shift()), cpu_count_(topo.cpu_count()),
       stats_(static_cast<std::size_t>(topo.cpu_count())) {

@@ -34,7 +34,6 @@ using sim::Tick;
 enum class CmdqVariant { cmpxchg, spinlock_fallback, fetch_add };
 /// "cmpxchg" | "spinlock-fallback" | "fetch-add".
 CmdqVariant parse_cmdq_variant(const std::string& name);
-const char* cmdq_variant_name(CmdqVariant v);
 
 /// Where an issuing CPU spends its time.
 enum class CmdqPhase { claim, write, owner, sync, backoff };

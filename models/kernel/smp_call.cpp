@@ -201,7 +201,6 @@ Task<void> SmpCall::flush_smp_call_function_queue(cpu::Cpu& c) {
       else entry = csd_next;
       co_await call(c, func, info);
       co_await c.store(csd + CsdLayout::flags, 4, 0, Order::release);  // csd_unlock: smp_store_release
-      ++entries_run_;
     } else {
       prev = csd;
     }
@@ -214,7 +213,6 @@ Task<void> SmpCall::flush_smp_call_function_queue(cpu::Cpu& c) {
     const std::uint64_t info = co_await c.load(csd + CsdLayout::info, 8);
     co_await c.store(csd + CsdLayout::flags, 4, 0, Order::release);
     co_await call(c, func, info);
-    ++entries_run_;
     csd = csd_next;
   }
 }

@@ -110,8 +110,6 @@ class SmpCall {
   std::uint64_t ipis_sent() const { return ipis_sent_; }
   /// Calls queued behind earlier entries, so without an IPI.
   std::uint64_t queued_without_ipi() const { return queued_without_ipi_; }
-  /// csd entries run by IPI handlers.
-  std::uint64_t entries_run() const { return entries_run_; }
 
  private:
   Task<void> generic_exec_single(cpu::Cpu& c, int target, Addr csd);
@@ -139,7 +137,7 @@ class SmpCall {
   std::vector<Addr> idle_flags_;  ///< x86: per CPU, the idle task's thread_info.flags
   std::vector<Addr> rq_idle_;     ///< x86: per CPU, cpu_rq(cpu)->idle
   std::vector<std::function<Task<void>(cpu::Cpu&, std::uint64_t)>> functions_;
-  std::uint64_t ipis_sent_ = 0, queued_without_ipi_ = 0, entries_run_ = 0, woken_without_ipi_ = 0;
+  std::uint64_t ipis_sent_ = 0, queued_without_ipi_ = 0, woken_without_ipi_ = 0;
 };
 
 }  // namespace cohsim::models::kernel

@@ -6,15 +6,6 @@ namespace cohsim::models::kernel {
 
 using cpu::Order;
 
-const char* clocksource_name(Clocksource c) {
-  switch (c) {
-    case Clocksource::tsc: return "tsc";
-    case Clocksource::hpet: return "hpet";
-    case Clocksource::hpet_shared: return "hpet-shared";
-  }
-  return "?";
-}
-
 namespace {
 /// The kernel function a clock read runs in, as a timeline slice name.
 const char* clocksource_read_name(Clocksource c) {
@@ -49,11 +40,6 @@ Timekeeping::Timekeeping(scenario::Machine& m, devices::Hpet& hpet, Clocksource 
   acct_.resize(static_cast<std::size_t>(m.cpu_count()));
 }
 
-void Timekeeping::set_window(Tick from, Tick to) {
-  window_from_ = from;
-  window_to_ = to;
-}
-
 std::int64_t Timekeeping::cycles_to_ns(std::uint64_t delta) const {
   return static_cast<std::int64_t>(static_cast<long double>(delta) * 1e9L / static_cast<long double>(hz_));
 }
@@ -61,7 +47,7 @@ std::int64_t Timekeeping::cycles_to_ns(std::uint64_t delta) const {
 // rdtsc (vread_tsc / read_tsc) or hpet_readl(HPET_COUNTER) (vread_hpet / read_hpet).
 Task<std::uint64_t> Timekeeping::read_counter(cpu::Cpu& c) {
   if (cs_ == Clocksource::tsc) {
-    co_await c.sim().delay(hpet_.params().tsc_read);  // one instruction: not interruptible
+    co_await c.sim().delay(c.params().tsc_read);  // one instruction: not interruptible
     const auto now = static_cast<unsigned __int128>(c.sim().now());
     co_return static_cast<std::uint64_t>(now * static_cast<unsigned __int128>(hz_) / 1'000'000'000'000ull);
   }
@@ -110,7 +96,7 @@ Task<std::uint64_t> Timekeeping::read_clocksource(cpu::Cpu& c) {
   const Tick irq_before = c.stats().interrupt_time;  // interrupts taken inside are not the read's time
   std::uint64_t cycles = cs_ == Clocksource::hpet_shared ? co_await read_hpet_shared(c) : co_await read_counter(c);
   if (auto* tr = c.sim().tracer()) tr->slice(c.id(), clocksource_read_name(cs_), "clock", start, c.sim().now());
-  if (start >= window_from_ && start < window_to_) {
+  if (in_window(c.sim().now())) {
     const Tick spent = c.sim().now() - start - (c.stats().interrupt_time - irq_before);
     auto& a = acct_[static_cast<std::size_t>(c.id())];
     a.read_fn += spent;
@@ -124,7 +110,6 @@ Task<std::uint64_t> Timekeeping::read_clocksource(cpu::Cpu& c) {
 //   do { seq = read_seqcount_begin(&tk_core.seq); base = tk->tkr_mono.base;
 //        nsecs = timekeeping_get_ns(&tk->tkr_mono); } while (read_seqcount_retry(&tk_core.seq, seq));
 Task<std::int64_t> Timekeeping::ktime_get(cpu::Cpu& c) {
-  const Tick start = c.sim().now();
   Tick retry_time = 0;  // spinning on an odd sequence, and failed passes outside their clock reads
   std::uint64_t retries = 0;
   const Addr seq_addr = tk_core_ + TkCoreLayout::seq;
@@ -148,7 +133,7 @@ Task<std::int64_t> Timekeeping::ktime_get(cpu::Cpu& c) {
     // read_seqcount_retry: smp_rmb (a compiler barrier on x86), reload.
     if (co_await c.load(seq_addr, 4) == seq) {
       co_await c.sim().delay(costs_.ktime_get_overhead);
-      if (start >= window_from_ && start < window_to_) {
+      if (in_window(c.sim().now())) {
         auto& a = acct_[static_cast<std::size_t>(c.id())];
         a.seq_retry += retry_time;
         ++a.ktime_calls;
@@ -192,7 +177,7 @@ Task<void> Timekeeping::update_wall_time(cpu::Cpu& c) {
   for (Addr off = 64; off < TkCoreLayout::bytes; off += 64) co_await c.store(tk_core_ + off, 8, new_base);
   co_await c.store(seq_addr, 4, seq + 2);  // write_seqcount_end
   co_await queued_spin_unlock(c, timekeeper_lock);  // raw_spin_unlock
-  if (c.sim().now() >= window_from_ && c.sim().now() < window_to_) ++acct_[static_cast<std::size_t>(c.id())].wall_time_updates;
+  if (in_window(c.sim().now())) ++acct_[static_cast<std::size_t>(c.id())].wall_time_updates;
   if (was_enabled) co_await c.local_irq_enable();
 }
 
@@ -216,7 +201,7 @@ Task<std::int64_t> Timekeeping::vdso_clock_gettime(cpu::Cpu& c) {
   }
   co_await c.sim().delay(costs_.vdso_overhead);
   if (auto* tr = c.sim().tracer()) tr->slice(c.id(), "vDSO clock_gettime", "clock", start, c.sim().now());
-  if (start >= window_from_ && start < window_to_) {
+  if (in_window(c.sim().now())) {
     auto& a = acct_[static_cast<std::size_t>(c.id())];
     a.vdso += c.sim().now() - start;
     ++a.vdso_calls;

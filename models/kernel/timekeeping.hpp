@@ -27,6 +27,7 @@
 #include "cohsim/sim/histogram.hpp"
 #include "cohsim/scenario/machine.hpp"
 #include "models/kernel/qspinlock.hpp"
+#include "models/workloads/measurement_window.hpp"
 
 namespace cohsim::models::kernel {
 
@@ -36,8 +37,6 @@ using sim::Tick;
 
 /// The clocksource in use (the AIM7 scenario's variants).
 enum class Clocksource { tsc, hpet, hpet_shared };
-/// "tsc", "hpet", "hpet-shared".
-const char* clocksource_name(Clocksource c);
 /// Parses a clocksource name; throws std::invalid_argument.
 Clocksource parse_clocksource(const std::string& name);
 
@@ -68,7 +67,7 @@ struct GtodLayout {
   static constexpr Addr bytes = 128;
 };
 
-/// Time one CPU spent in each clock path, clipped to the accounting window.
+/// Time one CPU spent in each clock path, over the calls that completed inside the measurement window.
 struct ClockAccounting {
   Tick read_fn = 0;    ///< inside the kernel clocksource read (read_hpet / read_tsc), as perf attributes it
   Tick vdso = 0;       ///< inside vDSO clock_gettime (its own loop and HPET read included)
@@ -100,12 +99,12 @@ class Timekeeping {
   /// __vdso_clock_gettime(CLOCK_MONOTONIC) from user space: monotonic ns.
   Task<std::int64_t> vdso_clock_gettime(cpu::Cpu& c);
 
-  /// Only calls starting inside [from, to) are accounted and sampled.
-  void set_window(Tick from, Tick to);
+  /// Only calls completing inside `w` are accounted and sampled (`w` outlives this object).
+  void set_window(const MeasurementWindow& w) { window_ = &w; }
   const ClockAccounting& accounting(int cpu) const { return acct_.at(static_cast<std::size_t>(cpu)); }
-  /// Durations of clocksource reads that started in the window (irq time excluded).
+  /// Durations of clocksource reads that completed in the window (irq time excluded).
   const sim::LatencyHistogram& read_latencies() const { return read_latency_; }
-  /// Durations of vDSO clock_gettime calls that started in the window.
+  /// Durations of vDSO clock_gettime calls that completed in the window.
   const sim::LatencyHistogram& vdso_latencies() const { return vdso_latency_; }
   /// hpet-shared: every device read made under the lock, when recording.
   void record_shared_reads(bool on) { recording_ = on; }
@@ -120,6 +119,7 @@ class Timekeeping {
  private:
   Task<std::uint64_t> read_hpet_shared(cpu::Cpu& c);
   Task<std::uint64_t> read_counter(cpu::Cpu& c);  // rdtsc or an HPET MMIO read, no accounting
+  bool in_window(Tick completed) const { return window_ == nullptr || window_->contains(completed); }
 
   scenario::Machine& m_;
   devices::Hpet& hpet_;
@@ -130,7 +130,7 @@ class Timekeeping {
   std::uint64_t mask_;
   Addr tk_core_, timekeeper_lock_, hpet_word_, gtod_;
   std::optional<Qnodes> qnodes_;  // the per-CPU qspinlock nodes of timekeeper_lock and hpet_lock
-  Tick window_from_ = 0, window_to_ = sim::kNever;
+  const MeasurementWindow* window_ = nullptr;  // none: every call counts
   std::vector<ClockAccounting> acct_;
   sim::LatencyHistogram read_latency_, vdso_latency_;  // fixed size: a read is sampled, not kept
   bool recording_ = false;

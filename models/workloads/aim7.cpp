@@ -17,6 +17,7 @@
 #include "models/kernel/tick.hpp"
 #include "models/kernel/timekeeping.hpp"
 #include "models/registry.hpp"
+#include "models/workloads/measurement_window.hpp"
 #include "models/workloads/stats.hpp"
 
 namespace cohsim::models {
@@ -43,7 +44,9 @@ struct Aim7Params {
   std::vector<int> cpus;
 };
 
-/// What one simulated run of the load gives.
+/// What one simulated run of the load gives, all over the measurement window
+/// (warm-up excluded), but hpet_max_queue, the most reads at the device at
+/// once over the whole run (a maximum has no per-window change).
 struct Outcome {
   double jobs_per_min = 0;
   double read_fn_pct = 0, vdso_pct = 0, retry_pct = 0;
@@ -64,19 +67,29 @@ class Aim7Run {
         tick_(m, p.hz, p.tick_skew, p.cpus, [this](cpu::Cpu& c) { return tick_work(c); }) {
     ops_per_job_ = std::max(1, p.kernel_reads_per_job + p.vdso_reads_per_job);
     progress_.assign(static_cast<std::size_t>(m.cpu_count()), 0);
-    at_start_ = at_end_ = progress_;
+    for (int cpu : p.cpus) {
+      const auto i = static_cast<std::size_t>(cpu);
+      ops_done_.push_back(window_.track([this, i] { return progress_[i]; }));
+      ticks_.push_back(window_.track([this, cpu] { return tick_.handled(cpu); }));
+    }
+    hpet_reads_ = window_.track([this] { return hpet_.stats().reads; });
+    // Service done so far: the reads still queued at the device are booked in `busy` already.
+    hpet_busy_ = window_.track([this] {
+      const Tick now = m_.sim().now(), until = hpet_.busy_until();
+      return hpet_.stats().busy - (until > now ? until - now : 0);
+    });
+    hpet_queue_wait_ = window_.track([this] { return hpet_.stats().queue_wait; });
   }
 
   Outcome run() {
     const Tick from = p_.warmup, to = p_.warmup + p_.duration;
-    tk_.set_window(from, to);
+    window_.schedule(m_.sim(), from, to);
+    tk_.set_window(window_);
     sim::RandomStream phase(m_.seed(), "aim7.job_phase");
     for (int cpu : p_.cpus) {
       const auto first_op = static_cast<int>(phase.below(static_cast<std::uint64_t>(ops_per_job_)));
       m_.sim().spawn(fmt::format("cpu{} aim7 jobs", cpu), jobs(cpu, first_op, to));
     }
-    m_.sim().schedule(from, &snapshot, this, 0);
-    m_.sim().schedule(to, &snapshot, this, 1);
     tick_.start(0);
     // The ticks never run out of events: a stuck CPU is caught by the progress watchdog.
     m_.sim().run(sim::RunLimits{.max_time_without_progress = 50 * sim::kMs});
@@ -115,21 +128,16 @@ class Aim7Run {
     for (int i = 1; i < p_.tick_clock_reads; ++i) co_await tk_.ktime_get(c);
   }
 
-  static void snapshot(void* self, std::uint64_t which) {
-    auto* r = static_cast<Aim7Run*>(self);
-    (which == 0 ? r->at_start_ : r->at_end_) = r->progress_;
-  }
-
   Outcome outcome() const {
     Outcome o;
-    const double seconds = static_cast<double>(p_.duration) * 1e-12;
-    const double cpu_time = static_cast<double>(p_.duration) * static_cast<double>(p_.cpus.size());
+    const double seconds = window_.seconds();
+    const double cpu_time = static_cast<double>(window_.length()) * static_cast<double>(p_.cpus.size());
     double jobs = 0;
     Tick read_fn = 0, vdso = 0, retry = 0;
     std::uint64_t ktime = 0, retries = 0, ticks = 0, updates = 0;
-    for (int cpu : p_.cpus) {
-      const auto i = static_cast<std::size_t>(cpu);
-      const double done = static_cast<double>(at_end_[i] - at_start_[i]) / ops_per_job_;
+    for (std::size_t k = 0; k < p_.cpus.size(); ++k) {
+      const int cpu = p_.cpus[k];
+      const double done = static_cast<double>(window_.delta(ops_done_[k])) / ops_per_job_;
       o.jobs_per_cpu.push_back(done);
       jobs += done;
       const auto& a = tk_.accounting(cpu);
@@ -139,7 +147,7 @@ class Aim7Run {
       ktime += a.ktime_calls;
       retries += a.ktime_retries;
       updates += a.wall_time_updates;
-      ticks += tick_.handled(cpu);
+      ticks += window_.delta(ticks_[k]);
     }
     o.jobs_per_min = jobs / seconds * 60;
     o.read_fn_pct = 100.0 * static_cast<double>(read_fn) / cpu_time;
@@ -149,15 +157,14 @@ class Aim7Run {
     o.read_ns_p99 = tk_.read_latencies().percentile_ns(99);
     o.vdso_ns_mean = tk_.vdso_latencies().mean_ns();
     o.vdso_ns_p99 = tk_.vdso_latencies().percentile_ns(99);
-    const auto& hs = hpet_.stats();
-    const double end_s = static_cast<double>(m_.sim().now()) * 1e-12;
-    o.hpet_reads_per_s = static_cast<double>(hs.reads) / end_s;
-    o.hpet_busy_pct = 100.0 * static_cast<double>(hs.busy) / static_cast<double>(m_.sim().now());
-    o.hpet_wait_ns_mean = hs.reads ? sim::to_ns(hs.queue_wait) / static_cast<double>(hs.reads) : 0;
-    o.hpet_max_queue = static_cast<double>(hs.max_queue);
+    const auto hpet_reads = static_cast<double>(window_.delta(hpet_reads_));
+    o.hpet_reads_per_s = hpet_reads / seconds;
+    o.hpet_busy_pct = 100.0 * static_cast<double>(window_.delta(hpet_busy_)) / static_cast<double>(window_.length());
+    o.hpet_wait_ns_mean = hpet_reads > 0 ? sim::to_ns(window_.delta(hpet_queue_wait_)) / hpet_reads : 0;
+    o.hpet_max_queue = static_cast<double>(hpet_.stats().max_queue);
     o.ktime_per_cpu_s = static_cast<double>(ktime) / seconds / static_cast<double>(p_.cpus.size());
     o.retries_per_ktime = ktime ? static_cast<double>(retries) / static_cast<double>(ktime) : 0;
-    o.ticks_per_cpu_s = static_cast<double>(ticks) / end_s / static_cast<double>(p_.cpus.size());
+    o.ticks_per_cpu_s = static_cast<double>(ticks) / seconds / static_cast<double>(p_.cpus.size());
     o.wall_updates_per_s = static_cast<double>(updates) / seconds;
     return o;
   }
@@ -168,7 +175,10 @@ class Aim7Run {
   kernel::Timekeeping tk_;
   kernel::LocalTimerTick tick_;
   int ops_per_job_ = 1;
-  std::vector<std::uint64_t> progress_, at_start_, at_end_;  ///< operations done, per CPU
+  std::vector<std::uint64_t> progress_;  ///< operations done, per CPU
+  MeasurementWindow window_;
+  std::vector<std::size_t> ops_done_, ticks_;  ///< window counters, per CPU of p_.cpus
+  std::size_t hpet_reads_ = 0, hpet_busy_ = 0, hpet_queue_wait_ = 0;
 };
 
 class Aim7Compute : public scenario::Workload {

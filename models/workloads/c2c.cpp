@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "models/registry.hpp"
+#include "models/workloads/measurement_window.hpp"
 #include "models/workloads/run_limits.hpp"
 #include "models/workloads/stats.hpp"
 
@@ -70,9 +71,13 @@ class C2c : public scenario::Workload {
     m_.sim().spawn(fmt::format("cpu{} ping", a), player(a, flag, kPing, kPong, n, &stamps));
     m_.sim().spawn(fmt::format("cpu{} pong", b), player(b, flag, kPong, kPing, n, nullptr));
     m_.sim().run(kWorkloadLimits);
+    // The window: from the end of the warm-up round trips to the last one's end.
+    MeasurementWindow window;
+    window.open(stamps.at(static_cast<std::size_t>(warmup_)));
+    window.close(stamps.back());
     std::vector<double> trips;
-    for (std::size_t i = static_cast<std::size_t>(warmup_) + 1; i < stamps.size(); ++i)
-      trips.push_back(sim::to_ns(stamps[i] - stamps[i - 1]) / 2);
+    for (std::size_t i = 1; i < stamps.size(); ++i)
+      if (window.contains(stamps[i])) trips.push_back(sim::to_ns(stamps[i] - stamps[i - 1]) / 2);
     return median(trips);
   }
 

@@ -9,6 +9,7 @@
 #include "cohsim/devices/smmu.hpp"
 #include "models/kernel/smmu_cmdq.hpp"
 #include "models/registry.hpp"
+#include "models/workloads/measurement_window.hpp"
 #include "models/workloads/run_limits.hpp"
 #include "models/workloads/stats.hpp"
 
@@ -19,6 +20,20 @@ using config::Spec;
 using cpu::Order;
 using scenario::Machine;
 using scenario::Results;
+
+/// Adds the driver counters one call changed (`after` minus `before`) to `sum`.
+void add_call(CmdqCpuStats& sum, const CmdqCpuStats& after, const CmdqCpuStats& before) {
+  for (std::size_t p = 0; p < sum.phase.size(); ++p) sum.phase[p] += after.phase[p] - before.phase[p];
+  sum.calls += after.calls - before.calls;
+  sum.claim_attempts += after.claim_attempts - before.claim_attempts;
+  sum.claim_successes += after.claim_successes - before.claim_successes;
+  sum.owner_batches += after.owner_batches - before.owner_batches;
+  sum.sync_spins += after.sync_spins - before.sync_spins;
+  sum.sync_wakeups += after.sync_wakeups - before.sync_wakeups;
+  sum.udelays += after.udelays - before.udelays;
+  sum.queue_full_waits += after.queue_full_waits - before.queue_full_waits;
+  sum.slock_taken += after.slock_taken - before.slock_taken;
+}
 
 class DmaMapBench : public scenario::Workload {
  public:
@@ -62,18 +77,26 @@ class DmaMapBench : public scenario::Workload {
   Results run() override {
     auto& sim = m_.sim();
     sim::RandomStream start_rng(m_.seed(), "dma-map-bench.start");
-    window_start_ = warmup_ + start_jitter_;
-    window_end_ = window_start_ + duration_;
+    window_end_ = warmup_ + start_jitter_ + duration_;
+    const auto& smmu = smmu_->stats();
+    const std::size_t commands = window_.track([&smmu] { return smmu.commands; });
+    const std::size_t errors = window_.track([&smmu] { return smmu.command_errors; });
+    const std::size_t busy = window_.track([&smmu] { return smmu.busy; });
+    window_.schedule(sim, warmup_ + start_jitter_, window_end_);
     ops_.assign(cpus_.size(), 0);
     cpu_work_.assign(cpus_.size(), {0, 0});
+    op_time_.assign(cpus_.size(), 0);
+    driver_.assign(cpus_.size(), CmdqCpuStats{});
     for (std::size_t i = 0; i < cpus_.size(); ++i)
       sim.spawn(fmt::format("cpu{} dma-map-bench", cpus_[i]), thread(i, start_rng.below(start_jitter_ + 1)));
-    // Phase counters count only inside the window: snapshot at its start.
-    std::vector<CmdqCpuStats> at_start;
-    sim.run(sim::RunLimits{.until = window_start_, .max_time_without_progress = kWorkloadLimits.max_time_without_progress});
-    for (int c : cpus_) at_start.push_back(cmdq_->stats(c));
     sim.run(kWorkloadLimits);
-    return report(at_start);
+    Results r = report();
+    r.add("smmu_commands", static_cast<double>(window_.delta(commands)));
+    r.add("smmu_command_errors", static_cast<double>(window_.delta(errors)));
+    r.add("smmu_busy_fraction", static_cast<double>(window_.delta(busy)) / static_cast<double>(window_.length()));
+    r.extra["variant"] = variant_name_;
+    scenario::add_contention_report(r, m_);
+    return r;
   }
 
  private:
@@ -99,23 +122,26 @@ class DmaMapBench : public scenario::Workload {
       const Tick before_queue = sim.now();
       auto [d0, d1] = devices::cmd_tlbi_nh_va(1, iova);
       const CmdqCommand tlbi{d0, d1};
+      const CmdqCpuStats driver_before = cmdq_->stats(c.id());
       co_await cmdq_->issue_cmdlist(c, &tlbi, 1, true);
       const Tick after_queue = sim.now();
       co_await c.store(rcache, 8, cached);
       const Tick done = sim.now();
-      // An op counts when it completes inside the window (an unbiased rate).
-      if (done > window_start_ && done <= window_end_) {
+      // An op, its driver counters and its phase times count when it completes inside the window.
+      if (window_.contains(done)) {
         ++ops_[i];
         cpu_work_[i][0] += mapped - t;
         cpu_work_[i][1] += (before_queue - mapped) + (done - after_queue);
+        op_time_[i] += done - t;
+        add_call(driver_[i], cmdq_->stats(c.id()), driver_before);
       }
       sim.note_progress();
     }
   }
 
-  Results report(const std::vector<CmdqCpuStats>& at_start) {
+  Results report() {
     Results r;
-    const double seconds = sim::to_ns(duration_) * 1e-9;
+    const double seconds = window_.seconds();
     std::vector<double> per_cpu;
     std::uint64_t total_ops = 0;
     for (std::size_t i = 0; i < cpus_.size(); ++i) {
@@ -128,22 +154,12 @@ class DmaMapBench : public scenario::Workload {
     r.add("ops_per_cpu_median", median(per_cpu));
     r.add("ops_per_cpu_max", *std::max_element(per_cpu.begin(), per_cpu.end()));
     r.add("cpus", static_cast<double>(cpus_.size()));
-    // Driver counters over the window (phase times as they ended in it).
+    Tick op_time = 0;
+    for (Tick t : op_time_) op_time += t;
+    r.add("op_ns_mean", total_ops ? sim::to_ns(op_time) / static_cast<double>(total_ops) : 0.0);
+    // Driver counters of the calls in the ops counted.
     CmdqCpuStats d;
-    for (std::size_t i = 0; i < cpus_.size(); ++i) {
-      const CmdqCpuStats& now = cmdq_->stats(cpus_[i]);
-      const CmdqCpuStats& then = at_start[i];
-      for (int p = 0; p < kCmdqPhases; ++p) d.phase[p] += now.phase[p] - then.phase[p];
-      d.calls += now.calls - then.calls;
-      d.claim_attempts += now.claim_attempts - then.claim_attempts;
-      d.claim_successes += now.claim_successes - then.claim_successes;
-      d.owner_batches += now.owner_batches - then.owner_batches;
-      d.sync_spins += now.sync_spins - then.sync_spins;
-      d.sync_wakeups += now.sync_wakeups - then.sync_wakeups;
-      d.udelays += now.udelays - then.udelays;
-      d.queue_full_waits += now.queue_full_waits - then.queue_full_waits;
-      d.slock_taken += now.slock_taken - then.slock_taken;
-    }
+    for (const CmdqCpuStats& s : driver_) add_call(d, s, CmdqCpuStats{});
     auto per_call = [&](double x) { return d.calls ? x / static_cast<double>(d.calls) : 0.0; };
     r.add("cmpxchg_attempts_per_success",
           d.claim_successes ? static_cast<double>(d.claim_attempts) / static_cast<double>(d.claim_successes) : 0.0);
@@ -170,12 +186,6 @@ class DmaMapBench : public scenario::Workload {
     phase("unmap_cpu", sim::to_ns(unmap_work));
     for (int p = 0; p < kCmdqPhases; ++p) phase(kCmdqPhaseNames[static_cast<std::size_t>(p)], sim::to_ns(d.phase[p]));
     r.extra["phases"] = phases;
-    const auto& st = smmu_->stats();
-    r.add("smmu_commands", static_cast<double>(st.commands));
-    r.add("smmu_command_errors", static_cast<double>(st.command_errors));
-    r.add("smmu_busy_fraction", sim::to_ns(st.busy) / std::max(1.0, sim::to_ns(m_.sim().now())));
-    r.extra["variant"] = variant_name_;
-    scenario::add_contention_report(r, m_);
     return r;
   }
 
@@ -188,9 +198,12 @@ class DmaMapBench : public scenario::Workload {
   std::unique_ptr<devices::Smmu> smmu_;
   std::unique_ptr<SmmuCmdq> cmdq_;
   std::vector<Addr> rcache_, ptes_;
-  Tick window_start_ = 0, window_end_ = 0;
-  std::vector<std::uint64_t> ops_;
-  std::vector<std::array<Tick, 2>> cpu_work_;
+  MeasurementWindow window_;
+  Tick window_end_ = 0;                        ///< threads stop starting ops here
+  std::vector<std::uint64_t> ops_;             ///< ops completed in the window, per thread
+  std::vector<std::array<Tick, 2>> cpu_work_;  ///< map and unmap CPU work of those ops
+  std::vector<Tick> op_time_;                  ///< their durations, map to unmap's end
+  std::vector<CmdqCpuStats> driver_;           ///< their driver counters
 };
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "cohsim/irq/gicv3.hpp"
 #include "models/kernel/smp_call.hpp"
 #include "models/registry.hpp"
+#include "models/workloads/measurement_window.hpp"
 
 namespace cohsim::models {
 namespace {
@@ -125,18 +126,29 @@ class IpiBench : public scenario::Workload {
     for (int c = 0; c < m_.cpu_count(); ++c)
       if (c != source_) smp.start_idle(c);
 
+    // The window: from the end of the warm-up rounds to the end of the last round.
+    MeasurementWindow window;
+    const cpu::CpuStats& source_stats = m_.cpu(source_).stats();
+    const std::size_t barrier_stall = window.track([&] { return source_stats.barrier_stall; });
+    const std::size_t spin_wakeups = window.track([&] { return source_stats.spin_wakeups; });
+    const std::size_t ipis_sent = window.track([&] { return smp.ipis_sent(); });
+    const std::size_t woken_without_ipi = window.track([&] { return smp.woken_without_ipi(); });
+    const std::size_t delivered = window.track([&] { return gic ? gic->stats().delivered : apic->stats().delivered; });
+    const std::size_t delivery_time = window.track([&] {
+      return gic ? gic->stats().delivery_latency : apic->stats().delivery_latency;
+    });
+    const std::size_t icr_busy_reads = window.track([&] { return apic ? apic->stats().busy_reads : 0; });
     std::array<Tick, kClassSlots> class_time{};
     std::array<std::uint64_t, kClassSlots> class_calls{};
-    Tick start = 0, end = 0;
     auto bench = [&]() -> Task<void> {
       cpu::Cpu& c = m_.cpu(source_);
       for (int r = 0; r < warmup_ + rounds_; ++r) {
-        if (r == warmup_) start = m_.sim().now();
+        if (r == warmup_) window.open(m_.sim().now());
         for (int target : targets_) {
           const Tick t0 = m_.sim().now();
           for (fabric::Addr g : globals) co_await c.store(g, 8, static_cast<std::uint64_t>(r));
           co_await smp.smp_call_function_single(c, target, empty_fn, 0, true, csd);
-          if (r >= warmup_) {
+          if (window.is_open()) {
             const std::size_t k = class_index(target);
             class_time[k] += m_.sim().now() - t0;
             ++class_calls[k];
@@ -144,37 +156,30 @@ class IpiBench : public scenario::Workload {
           m_.sim().note_progress();
         }
       }
-      end = m_.sim().now();
+      window.close(m_.sim().now());
     };
-    const cpu::CpuStats before = m_.cpu(source_).stats();
     m_.sim().spawn(fmt::format("cpu{} ipi_benchmark", source_), bench());
     m_.sim().run();
 
     const double calls = static_cast<double>(rounds_) * static_cast<double>(targets_.size());
     Results r;
-    r.add("ns_per_call", sim::to_ns(end - start) / calls);
-    r.add("total_ms", sim::to_ns(end - start) / 1e6);
+    r.add("ns_per_call", sim::to_ns(window.length()) / calls);
+    r.add("total_ms", sim::to_ns(window.length()) / 1e6);
     for (std::size_t k = 0; k < kClassSlots; ++k)
       if (class_calls[k] > 0)
         r.add(fmt::format("ns_per_call.{}", k == 0 ? "self" : topo::hop_class_name(static_cast<topo::HopClass>(k - 1))),
               sim::to_ns(class_time[k]) / static_cast<double>(class_calls[k]));
-    const cpu::CpuStats& after = m_.cpu(source_).stats();
-    const double all_calls = static_cast<double>(warmup_ + rounds_) * static_cast<double>(targets_.size());
-    r.add("source_barrier_stall_ns_per_call", sim::to_ns(after.barrier_stall - before.barrier_stall) / all_calls);
-    r.add("ipis_sent", static_cast<double>(smp.ipis_sent()));
-    if (gic)
-      r.add("sgi_delivery_ns", gic->stats().delivered == 0 ? 0.0
-                                                           : sim::to_ns(gic->stats().delivery_latency) /
-                                                                 static_cast<double>(gic->stats().delivered));
+    r.add("source_barrier_stall_ns_per_call", sim::to_ns(window.delta(barrier_stall)) / calls);
+    r.add("ipis_sent", static_cast<double>(window.delta(ipis_sent)));
+    const auto ipis_delivered = static_cast<double>(window.delta(delivered));
+    const double delivery_ns = ipis_delivered > 0 ? sim::to_ns(window.delta(delivery_time)) / ipis_delivered : 0.0;
+    if (gic) r.add("sgi_delivery_ns", delivery_ns);
     if (apic) {
-      r.add("woken_without_ipi", static_cast<double>(smp.woken_without_ipi()));
-      r.add("ipi_delivery_ns", apic->stats().delivered == 0 ? 0.0
-                                                            : sim::to_ns(apic->stats().delivery_latency) /
-                                                                  static_cast<double>(apic->stats().delivered));
-      r.add("icr_busy_reads", static_cast<double>(apic->stats().busy_reads));
+      r.add("woken_without_ipi", static_cast<double>(window.delta(woken_without_ipi)));
+      r.add("ipi_delivery_ns", delivery_ns);
+      r.add("icr_busy_reads", static_cast<double>(window.delta(icr_busy_reads)));
     }
-    r.add("csd_wait_spurious_wakeups_per_call",
-          static_cast<double>(after.spin_wakeups - before.spin_wakeups) / all_calls);
+    r.add("csd_wait_spurious_wakeups_per_call", static_cast<double>(window.delta(spin_wakeups)) / calls);
     scenario::add_contention_report(r, m_);
     return r;
   }

@@ -6,6 +6,8 @@
 // handler's first instruction, after the core's interrupt entry), then
 // acknowledges with a store the source waits for. Each source in turn sends
 // `ipis_per_pair` IPIs to every other CPU; the first of each pair warms up.
+// The measurement window is open from each measured send to its
+// acknowledgement, so the APIC counters cover exactly the measured IPIs.
 // The harness hands the source role from CPU to CPU outside simulated
 // memory (not part of any measurement); with idle=halt the next source is
 // woken by an unmeasured IPI.
@@ -13,6 +15,7 @@
 
 #include "cohsim/irq/apic.hpp"
 #include "models/registry.hpp"
+#include "models/workloads/measurement_window.hpp"
 #include "models/workloads/stats.hpp"
 
 namespace cohsim::models {
@@ -60,6 +63,9 @@ class IpiLatency : public scenario::Workload {
       co_await c.store(acks_[me], 8, expected_[me], cpu::Order::release);
     });
     apic.set_ipi_handler(kKickVector, [](cpu::Cpu&) -> Task<void> { co_return; });
+    const std::size_t delivered = window_.track([&apic] { return apic.stats().delivered; });
+    const std::size_t delivery_time = window_.track([&apic] { return apic.stats().delivery_latency; });
+    const std::size_t busy_reads = window_.track([&apic] { return apic.stats().busy_reads; });
     turn_ = 0;
     for (int c = 0; c < n; ++c) m_.sim().spawn(fmt::format("cpu{} ipi_latency", c), program(apic, c), true);
     m_.sim().spawn("ipi_latency end", [](IpiLatency& w) -> Task<void> {
@@ -77,10 +83,9 @@ class IpiLatency : public scenario::Workload {
     if (!same_socket_.empty()) r.add("one_way_ipi_ns.same_socket", median(same_socket_));
     if (!cross_socket_.empty()) r.add("one_way_ipi_ns.cross_socket", median(cross_socket_));
     r.add("samples", static_cast<double>(all.size()));
-    r.add("ipi_delivery_ns", apic.stats().delivered == 0 ? 0.0
-                                                         : sim::to_ns(apic.stats().delivery_latency) /
-                                                               static_cast<double>(apic.stats().delivered));
-    r.add("icr_busy_reads", static_cast<double>(apic.stats().busy_reads));
+    const auto ipis_delivered = static_cast<double>(window_.delta(delivered));
+    r.add("ipi_delivery_ns", ipis_delivered > 0 ? sim::to_ns(window_.delta(delivery_time)) / ipis_delivered : 0.0);
+    r.add("icr_busy_reads", static_cast<double>(window_.delta(busy_reads)));
     scenario::add_contention_report(r, m_);
     return r;
   }
@@ -118,10 +123,14 @@ class IpiLatency : public scenario::Workload {
       for (int k = 0; k < ipis_per_pair_; ++k) {
         const std::uint64_t seq = ++expected_[ti];
         const Tick sent = m_.sim().now();
+        if (k > 0) window_.open(sent);
         co_await apic.send_ipi(c, target, kTestVector);
         co_await c.spin_until(acks_[ti], 8, [seq](std::uint64_t v) { return v == seq; }, cpu::Order::acquire,
                               "ipi_latency: the target's acknowledgement");
-        if (k > 0) (same ? same_socket_ : cross_socket_).push_back(sim::to_ns(entered_[ti] - sent));
+        if (k > 0) {
+          window_.close(m_.sim().now());
+          (same ? same_socket_ : cross_socket_).push_back(sim::to_ns(entered_[ti] - sent));
+        }
       }
     }
   }
@@ -132,6 +141,7 @@ class IpiLatency : public scenario::Workload {
   bool halt_ = false, nox2apic_ = false;
   std::size_t turn_ = 0;
   sim::Signal all_done_;
+  MeasurementWindow window_;
   std::vector<fabric::Addr> acks_;
   std::vector<std::uint64_t> expected_;
   std::vector<Tick> entered_;

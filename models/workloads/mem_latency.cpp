@@ -7,6 +7,7 @@
 
 #include "cohsim/sim/random.hpp"
 #include "models/registry.hpp"
+#include "models/workloads/measurement_window.hpp"
 #include "models/workloads/run_limits.hpp"
 
 namespace cohsim::models {
@@ -32,24 +33,28 @@ class MemLatency : public scenario::Workload {
     while (span < lines) span <<= 1;
     sim::RandomStream rng(m_.seed(), "pointer_chase_layout");
     const std::uint64_t mult = ((rng.next() << 2) | 1) & (span - 1), add = (rng.next() | 1) & (span - 1);
-    double total_ns = 0;
+    // The window: the measured loads, after the warm-up ones.
+    MeasurementWindow window;
+    const auto& fabric = m_.fabric().stats();
+    const std::size_t llc_hits = window.track([&fabric] { return fabric.llc_hits; });
+    const std::size_t dram_reads = window.track([&fabric] { return fabric.dram_reads; });
     auto chase = [&]() -> Task<void> {
       cpu::Cpu& c = m_.cpu(cpu_);
       std::uint64_t idx = 0;
       for (int i = 0; i < warmup_ + loads_; ++i) {
+        if (i == warmup_) window.open(m_.sim().now());
         do idx = (idx * mult + add) % span; while (idx >= lines);
-        sim::Tick t0 = m_.sim().now();
         co_await c.load(base + idx * fabric::kLineBytes, 8);
-        if (i >= warmup_) total_ns += sim::to_ns(m_.sim().now() - t0);
         m_.sim().note_progress();
       }
+      window.close(m_.sim().now());
     };
     m_.sim().spawn(fmt::format("cpu{} chase", cpu_), chase());
     m_.sim().run(kWorkloadLimits);
     Results r;
-    r.add("load_ns", total_ns / loads_);
-    r.add("llc_hits", static_cast<double>(m_.fabric().stats().llc_hits));
-    r.add("dram_reads", static_cast<double>(m_.fabric().stats().dram_reads));
+    r.add("load_ns", sim::to_ns(window.length()) / loads_);
+    r.add("llc_hits", static_cast<double>(window.delta(llc_hits)));
+    r.add("dram_reads", static_cast<double>(window.delta(dram_reads)));
     return r;
   }
 

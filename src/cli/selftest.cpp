@@ -1,5 +1,6 @@
 // schema: JSON Schema export from the parameter declarations.
 // selftest coherence: the random coherence tester.
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <filesystem>
@@ -26,7 +27,14 @@ std::vector<std::string> shipped_platforms() {
 
 void merge_schema(json& into, const json& from) {
   for (auto it = from.begin(); it != from.end(); ++it) {
-    if (it.key() == "required") continue;
+    if (it.key() == "required") {  // required only where every platform declaring it requires it (x86-only keys)
+      if (!into.contains("required")) continue;
+      json kept = json::array();
+      for (const auto& key : into["required"])
+        if (std::find(it.value().begin(), it.value().end(), key) != it.value().end()) kept.push_back(key);
+      into["required"] = kept;
+      continue;
+    }
     if (into.contains(it.key()) && into[it.key()].is_object() && it.value().is_object())
       merge_schema(into[it.key()], it.value());
     else if (!into.contains(it.key()))

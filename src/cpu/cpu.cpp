@@ -31,6 +31,7 @@ CpuParams::CpuParams(config::Reader r) {
     mfence_cost = r.time("mfence", Spec{.doc = "MFENCE cost beyond draining the store buffer", .def = "0", .max = 1e6});
     lfence_cost = r.time("lfence", Spec{.doc = "LFENCE cost", .def = "0", .max = 1e6});
     sfence_cost = r.time("sfence", Spec{.doc = "SFENCE cost", .def = "0", .max = 1e6});
+    tsc_read = r.time("tsc_read", Spec{.doc = "rdtsc and the TSC clocksource's read function (core-local)", .max = 1e6});
   }
   irq_entry = r.time("irq_entry", Spec{.doc = "exception entry to the first handler instruction", .max = 1e7});
   irq_exit = r.time("irq_exit", Spec{.doc = "exception return", .max = 1e7});

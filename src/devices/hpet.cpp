@@ -20,7 +20,8 @@ HpetParams::HpetParams(config::Reader r) {
   timers = static_cast<int>(r.integer("timers", Spec{.doc = "comparators of the block (NUM_TIM_CAP + 1)", .min = 3, .max = 32}));
   vendor_id = static_cast<std::uint32_t>(
       r.integer("vendor_id", Spec{.doc = "VENDOR_ID field of the capabilities register", .min = 0, .max = 0xffff}));
-  tsc_read = r.time("tsc_read", Spec{.doc = "rdtsc and the TSC clocksource's read function (core-local)", .max = 1e6});
+  if (r.has("tsc_read"))
+    r.fail("tsc_read", "moved to platform.cpu.tsc_read: the TSC read is the core's cost, not the HPET's");
 }
 
 Hpet::Hpet(const HpetParams& p, sim::Simulator& sim, fabric::Interconnect& icn, const std::string& name)

@@ -28,6 +28,10 @@ Machine::Machine(const PlatformDoc& platform, std::uint64_t seed, config::Regist
                           root_.section("memory", "DRAM and NUMA nodes"));
   mem_ = std::make_unique<fabric::MemoryMap>(topo_->node_count(), fp.node_capacity);
   fabric_ = std::make_unique<fabric::Fabric>(fp, sim_, *icn_, *mem_, seed);
+  // The HPET's section (the x86 clocksource hardware), read once at load for
+  // every run, before the CPU's: a file with tsc_read still in it learns the new key.
+  if (root_.has("hpet") || root_.schema_mode())
+    hpet_params_.emplace(root_.section("hpet", "HPET device: the x86 clocksource hardware", /*optional=*/true));
   cpu_params_ = cpu::CpuParams(root_.section("cpu", "core clock, store buffer, barriers, atomics, interrupts"));
   cores_ = std::vector<cpu::Core>(static_cast<std::size_t>(topo_->core_count()));
   for (int c = 0; c < topo_->cpu_count(); ++c)
@@ -46,9 +50,6 @@ Machine::Machine(const PlatformDoc& platform, std::uint64_t seed, config::Regist
   // Likewise the SMMU's section, read once at load for every run.
   if (root_.has("smmu") || root_.schema_mode())
     smmu_params_.emplace(root_.section("smmu", "SMMUv3: placement, command timing, driver CPU work", /*optional=*/true));
-  // And the HPET's (the x86 clocksources), read once at load for every run.
-  if (root_.has("hpet") || root_.schema_mode())
-    hpet_params_.emplace(root_.section("hpet", "HPET device and TSC read: the clocksources", /*optional=*/true));
   sim_.set_address_describer([this](std::uint64_t a) { return mem_->describe(a); });
 }
 

@@ -72,6 +72,7 @@ struct CpuParams {
   Tick atomic_latency = 0;      ///< execution of an atomic once the line is held
   Tick dsb_cost = 0, dmb_cost = 0, isb_cost = 0;  ///< arm64 barrier pipeline costs
   Tick mfence_cost = 0, lfence_cost = 0, sfence_cost = 0;  ///< x86 fence pipeline costs
+  Tick tsc_read = 0;            ///< x86: rdtsc, the TSC clocksource's read (core-local)
   Tick wfe_event_stream = 0;    ///< arm64 event stream period waking WFE (0 = off)
   bool outer_shareable_is_full_system = true;  ///< arm64: osh barriers wait like sy (else like ish, plus MMIO)
   Tick irq_entry = 0, irq_exit = 0;  ///< exception entry / return

@@ -34,7 +34,6 @@ struct HpetParams {
   Tick service_time = 0;           ///< the device's time per read; reads are served one at a time
   int timers = 8;                  ///< comparators (NUM_TIM_CAP + 1)
   std::uint32_t vendor_id = 0x8086;
-  Tick tsc_read = 0;               ///< rdtsc: the TSC clocksource's read, a core-local cost
   /// Reads platform.hpet; throws ConfigError.
   explicit HpetParams(config::Reader r);
   HpetParams() = default;
