@@ -15,6 +15,7 @@ import argparse
 import base64
 import html
 import json
+import math
 import re
 import statistics
 import sys
@@ -266,30 +267,51 @@ def plot_difference(plt, diffs, baseline, where, out_dir, plots):
 
 
 def plot_tornado(plt, sens, out_dir, plots):
+    # Bars are the change from each input's own nominal run, in %: screened
+    # inputs (short runs) and full-length ones share one axis that way.
     groups = {}
     for s in sens:
         groups.setdefault((s.get("metric", ""), s.get("variant", "")), []).append(s)
     fig, axes = plt.subplots(len(groups), 1, squeeze=False,
                              figsize=(6.4, sum(1.4 + 0.45 * len(g) for g in groups.values())))
     for ax, ((metric, variant), items) in zip(axes[:, 0], groups.items()):
-        items = sorted(items, key=lambda s: -abs(_num(s.get("value_high")) - _num(s.get("value_low"))))
-        center = _center(items[0])
+        items = sorted(items, key=_swing)
         for i, s in enumerate(items):
-            lo, hi = _num(s.get("value_low")), _num(s.get("value_high"))
-            c = _center(s)
-            ax.barh(i, lo - c, left=c, color="#c8553d", label="param low" if i == 0 else None)
-            ax.barh(i, hi - c, left=c, color="#2a7ab0", label="param high" if i == 0 else None)
-        ax.axvline(center, color="black", linewidth=0.8)
+            lo, hi = _change(s, "value_low"), _change(s, "value_high")
+            ax.barh(i, lo, color="#c8553d", label="input low" if i == 0 else None)
+            ax.barh(i, hi, color="#2a7ab0", label="input high" if i == 0 else None)
+        ax.axvline(0, color="black", linewidth=0.8)
         ax.set_yticks(range(len(items)))
-        ax.set_yticklabels(["%s\n(%s .. %s)" % (s.get("param"), s.get("low"), s.get("high"))
+        ax.set_yticklabels(["%s\n[%s] (%s .. %s)" % (s.get("param"), _kind(s), s.get("low"), s.get("high"))
                             for s in items], fontsize=7)
         ax.invert_yaxis()
-        ax.set_xlabel(metric + ("  [%s]" % variant if variant else ""))
-        ax.set_title("Sensitivity of %s (line: nominal %s)" % (metric, cr.fmt_num(center)))
+        ax.set_xlabel("change of %s from nominal (%%)%s" % (metric, "  [%s]" % variant if variant else ""))
+        full = [s for s in items if s.get("run", "full") == "full"]
+        ax.set_title("Sensitivity of %s (nominal %s)" % (metric, cr.fmt_num(_center(full[0] if full else items[0]))))
         ax.grid(True, axis="x", alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
-    _save(plt, fig, out_dir, "tornado", "Tornado: %s at each parameter's low/high end"
+    _save(plt, fig, out_dir, "tornado", "Tornado: %s at each input's low/high end"
           % ", ".join(m for m, _ in groups), plots)
+
+
+def _kind(s):
+    """The input's kind (older files varied platform estimates only); screened ones say so."""
+    kind = s.get("kind") or "estimate"
+    return kind + (", screened" if s.get("run") == "screen" else "")
+
+
+def _change(s, key):
+    p = cr.pct_diff(_num(s.get(key)), _center(s))
+    return 0.0 if p is None or math.isnan(p) else p
+
+
+def _pct_or_na(v):
+    """A difference in % (not defined, null in JSON, where the baseline was 0)."""
+    return "n/a" if v is None else cr.fmt_num(v)
+
+
+def _swing(s):
+    return -abs(_change(s, "value_high") - _change(s, "value_low"))
 
 
 def _num(v):
@@ -476,19 +498,22 @@ def build_report(data, out_dir, baseline=None, title=None):
     if sens:
         same = len({(s.get("metric"), s.get("variant")) for s in sens}) == 1
         if same:
-            blocks.append(("p", "Effect of each parameter's low/high end on %s%s:" % (
+            blocks.append(("p", "Effect of each input's low/high end on %s%s:" % (
                 sens[0].get("metric", ""),
                 " (%s)" % sens[0]["variant"] if sens[0].get("variant") else "")))
+        blocks.append(("p", "Kinds: estimate = a platform estimate over its declared range; calibrated = "
+                       "over the values that keep its calibration rows within tolerance; workload estimate "
+                       "= over the range its declaration gives; screened = short runs only."))
         srows = []
-        for s in sorted(sens, key=lambda s: -abs(_num(s.get("value_high")) - _num(s.get("value_low")))):
+        for s in sorted(sens, key=_swing):
             c = _center(s)
-            srows.append([s.get("param", ""), "%s .. %s" % (s.get("low"), s.get("high"))]
+            srows.append([s.get("param", ""), _kind(s), "%s .. %s" % (s.get("low"), s.get("high"))]
                          + ([] if same else [s.get("metric", ""), s.get("variant", "")])
                          + [cr.fmt_num(s.get("value_low")), cr.fmt_num(c),
                             cr.fmt_num(s.get("value_high")),
                             cr.fmt_pct(cr.pct_diff(_num(s.get("value_low")), c)),
                             cr.fmt_pct(cr.pct_diff(_num(s.get("value_high")), c))])
-        heads = ["param", "range"] + ([] if same else ["metric", "variant"])
+        heads = ["input", "kind", "range"] + ([] if same else ["metric", "variant"])
         blocks.append(("table", heads + ["at low", "nominal", "at high", "low", "high"],
                        srows, ["l"] * len(heads) + ["r"] * 5))
         plot_tornado(plt, sens, out_dir, plots)
@@ -496,7 +521,7 @@ def build_report(data, out_dir, baseline=None, title=None):
     if rng:
         blocks.append(("p", "Predicted difference (%s vs %s) over the parameter ranges:"
                        % (", ".join(others) or "variant", baseline)))
-        blocks.append(("ul", ["%s: %s .. %s" % (m, cr.fmt_num(r.get("low")), cr.fmt_num(r.get("high")))
+        blocks.append(("ul", ["%s: %s .. %s" % (m, _pct_or_na(r.get("low")), _pct_or_na(r.get("high")))
                               for m, r in rng.items() if isinstance(r, dict)]))
 
     crows = []

@@ -40,6 +40,7 @@ class FormatTest(unittest.TestCase):
         self.assertEqual(cr.fmt_pct(cr.pct_diff(130, 100)), "+30.0%")
         self.assertEqual(cr.fmt_pct(cr.pct_diff(97.5, 100)), "-2.50%")
         self.assertEqual(cr.fmt_pct(cr.pct_diff(1, 0)), "n/a")
+        self.assertEqual(cr.fmt_pct(cr.pct_diff(0, 0)), "n/a")  # not defined, never 0 %
 
     def test_parse_number_and_log2_axis(self):
         self.assertEqual(cr.parse_number("34ns"), 34.0)
@@ -147,7 +148,7 @@ class CompareReportTest(ReportCase):
         self.assertIn("(baseline: wmb)", md)                 # from compare.json
         self.assertRegex(md, r"\| cmd_latency_ns\.p50 +\| dma-wmb +\|.*\| +-18\.0% \|")
         self.assertIn("## Sensitivity", md)
-        self.assertRegex(md, r"\| platform\.interconnect\.die\.latency \| 25ns \.\. 45ns +\| +601 \| "
+        self.assertRegex(md, r"\| platform\.interconnect\.die\.latency \| estimate +\| 25ns \.\. 45ns +\| +601 \| "
                              r"+666\.3 \| +742 \| +-9\.80% \| +\+11\.4% \|")
         self.assertIn("- cmd_latency_ns.p50: -22.1 .. -14.6", md)
         self.assertIn("## Top contended lines", md)
