@@ -215,6 +215,10 @@ void print_study(const SensitivityOptions& o, const std::vector<Input>& inputs, 
                            o.screen_sets.empty() ? "" : fmt::format("; the {} full-length inputs only", full));
   for (auto it = diff_range.begin(); it != diff_range.end(); ++it) {
     const auto& r = it.value();
+    if (r["low"].is_null()) {
+      std::cout << fmt::format("  {:<48} n/a (the baseline is 0 in every run)\n", it.key());
+      continue;
+    }
     std::cout << fmt::format("  {:<48} {} .. {}{}\n", it.key(),
                              pct_text(r["low"].is_null() ? std::nullopt : std::optional<double>(r["low"].get<double>())),
                              pct_text(r["high"].is_null() ? std::nullopt : std::optional<double>(r["high"].get<double>())),
