@@ -73,7 +73,7 @@ TEST_CASE("a calibrated parameter's range keeps its row within tolerance at both
   CHECK(ns_of(r.high_outside) - ns_of(r.high) <= 0.157 + 0.001);
 }
 
-TEST_CASE("a calibrated parameter stops at its declared bound where its row still holds, and says so", "[sensitivity]") {
+TEST_CASE("a calibrated parameter stops at its declared bound where its row still holds and says so", "[sensitivity]") {
   TempDir dir;
   const std::string cal = same_cluster_file(dir, [](json& row) { row["tolerance_pct"] = 1000.0; });
   const auto p = provenance_of(kC2c, "platform.coherence.directory_latency");
@@ -96,7 +96,7 @@ TEST_CASE("a calibrated parameter whose row misses at the nominal value is not v
   CHECK_THAT(r.note, Catch::Contains("kp920.c2c.same-cluster misses its tolerance at the nominal value"));
 }
 
-TEST_CASE("a workload parameter declared as an estimate carries its plausible range; others carry none", "[sensitivity][config]") {
+TEST_CASE("a workload parameter declared as an estimate carries its plausible range and no other parameter does", "[sensitivity][config]") {
   const auto p = provenance_of(source_path("configs/scenarios/ipi-kunpeng920.json"), "params.call_path_cycles");
   CHECK(p.workload);
   CHECK(p.estimate);
@@ -130,7 +130,7 @@ TEST_CASE("a percent change from a zero baseline is not defined, never 0 %", "[s
   CHECK(cli::pct_json(cli::pct(90.0, 100.0)) == Approx(-10.0));
 }
 
-TEST_CASE("sensitivity varies workload estimates and, when screening, runs the five inputs that move the result most "
+TEST_CASE("sensitivity varies workload estimates and when screening runs the five inputs that move the result most "
           "at full length", "[sensitivity][cli]") {
   TempDir dir;
   dir.write("p.json", platform_json("kunpeng920").dump());  // a copy: the calibration rows run on the shipped file
