@@ -122,7 +122,7 @@ TEST_CASE("a platform estimate whose range end is not a value of its kind is ref
                                              Catch::Contains("range end \"1TiB\": expected a time"));
 }
 
-TEST_CASE("a percent change from a zero baseline is not defined, never 0 %", "[sensitivity]") {
+TEST_CASE("a percent change from a zero baseline is not defined and never 0 %", "[sensitivity]") {
   CHECK_FALSE(cli::pct(5.0, 0.0).has_value());
   CHECK_FALSE(cli::pct(0.0, 0.0).has_value());
   CHECK(cli::pct(110.0, 100.0).value() == Approx(10.0));
