@@ -266,32 +266,59 @@ def plot_difference(plt, diffs, baseline, where, out_dir, plots):
           plots)
 
 
-def plot_tornado(plt, sens, out_dir, plots):
+TORNADO_BARS = 20  # the widest inputs per tornado; the table lists every input
+
+
+def plot_tornado(plt, sens, baseline, out_dir, plots):
     # Bars are the change from each input's own nominal run, in %: screened
-    # inputs (short runs) and full-length ones share one axis that way.
+    # inputs (short runs) and full-length ones share one axis that way. With
+    # several variants a second set of panels shows each difference to the
+    # baseline variant at each input's low/high end.
     groups = {}
     for s in sens:
         groups.setdefault((s.get("metric", ""), s.get("variant", "")), []).append(s)
-    fig, axes = plt.subplots(len(groups), 1, squeeze=False,
-                             figsize=(6.4, sum(1.4 + 0.45 * len(g) for g in groups.values())))
-    for ax, ((metric, variant), items) in zip(axes[:, 0], groups.items()):
-        items = sorted(items, key=_swing)
-        for i, s in enumerate(items):
-            lo, hi = _change(s, "value_low"), _change(s, "value_high")
+    panels = []
+    for (metric, variant), items in groups.items():
+        full = [s for s in items if s.get("run", "full") == "full"]
+        panels.append(("Sensitivity of %s (nominal %s)" % (metric, cr.fmt_num(_center(full[0] if full else items[0]))),
+                       "change of %s from nominal (%%)%s" % (metric, "  [%s]" % variant if variant else ""),
+                       [(s, _change(s, "value_low"), _change(s, "value_high")) for s in items]))
+    base = {(s.get("metric"), s.get("param")): s for s in sens if s.get("variant") == baseline}
+    for (metric, variant), items in groups.items():
+        pairs = [(s, base.get((metric, s.get("param")))) for s in items if variant != baseline]
+        pairs = [(s, b) for s, b in pairs if b is not None]
+        if not pairs:
+            continue
+        nominal = cr.pct_diff(_center(pairs[0][0]), _center(pairs[0][1]))
+        bars = []
+        for s, b in pairs:
+            lo = cr.pct_diff(_num(s.get("value_low")), _num(b.get("value_low")))
+            hi = cr.pct_diff(_num(s.get("value_high")), _num(b.get("value_high")))
+            if None not in (lo, hi, nominal) and s.get("run", "full") == "full":
+                bars.append((s, lo - nominal, hi - nominal))
+        if bars:
+            panels.append(("Difference %s vs %s (nominal %s)" % (variant, baseline, cr.fmt_pct(nominal)),
+                           "%s: difference %s vs %s, change from nominal (points)" % (metric, variant, baseline),
+                           bars))
+    fig, axes = plt.subplots(len(panels), 1, squeeze=False,
+                             figsize=(6.4, sum(1.4 + 0.45 * min(len(p[2]), TORNADO_BARS) for p in panels)))
+    for ax, (title, xlabel, bars) in zip(axes[:, 0], panels):
+        shown = sorted(bars, key=lambda b: -abs(b[2] - b[1]))[:TORNADO_BARS]
+        for i, (s, lo, hi) in enumerate(shown):
             ax.barh(i, lo, color="#c8553d", label="input low" if i == 0 else None)
             ax.barh(i, hi, color="#2a7ab0", label="input high" if i == 0 else None)
         ax.axvline(0, color="black", linewidth=0.8)
-        ax.set_yticks(range(len(items)))
+        ax.set_yticks(range(len(shown)))
         ax.set_yticklabels(["%s\n[%s] (%s .. %s)" % (s.get("param"), _kind(s), s.get("low"), s.get("high"))
-                            for s in items], fontsize=7)
+                            for s, _, _ in shown], fontsize=7)
         ax.invert_yaxis()
-        ax.set_xlabel("change of %s from nominal (%%)%s" % (metric, "  [%s]" % variant if variant else ""))
-        full = [s for s in items if s.get("run", "full") == "full"]
-        ax.set_title("Sensitivity of %s (nominal %s)" % (metric, cr.fmt_num(_center(full[0] if full else items[0]))))
+        ax.set_xlabel(xlabel)
+        ax.set_title(title + ("" if len(bars) <= TORNADO_BARS else ": the %d widest of %d inputs"
+                              % (TORNADO_BARS, len(bars))), fontsize=9)
         ax.grid(True, axis="x", alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
     _save(plt, fig, out_dir, "tornado", "Tornado: %s at each input's low/high end"
-          % ", ".join(m for m, _ in groups), plots)
+          % ", ".join(sorted({m for m, _ in groups})), plots)
 
 
 def _kind(s):
@@ -516,7 +543,7 @@ def build_report(data, out_dir, baseline=None, title=None):
         heads = ["input", "kind", "range"] + ([] if same else ["metric", "variant"])
         blocks.append(("table", heads + ["at low", "nominal", "at high", "low", "high"],
                        srows, ["l"] * len(heads) + ["r"] * 5))
-        plot_tornado(plt, sens, out_dir, plots)
+        plot_tornado(plt, sens, baseline, out_dir, plots)
     rng = data.get("difference_range") or {}
     if rng:
         blocks.append(("p", "Predicted difference (%s vs %s) over the parameter ranges:"
