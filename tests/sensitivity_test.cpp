@@ -172,3 +172,24 @@ TEST_CASE("sensitivity varies workload estimates and when screening runs the fiv
   for (const auto& e : doc["sensitivity"])
     if (e["variant"] == "wmb") CHECK((e["run"] == "full") == (e["baseline_value"].get<double>() == full_nominal));
 }
+
+TEST_CASE("an input whose run fails is reported as failed and the study goes on with the others and exits 1",
+          "[sensitivity][cli]") {
+  TempDir dir;
+  json platform = platform_json("kunpeng920");
+  // 3 does not divide the 2 sockets: the run at the high end fails after load
+  platform["topology"]["sockets_per_group"] = {{"value", 2}, {"source", "estimate: test"}, {"range", {2, 3}}};
+  dir.write("p.json", platform.dump());
+  json scen = {{"platform", "p.json"}, {"workload", "c2c"}, {"params", {{"rounds", 5}, {"warmup", 0}}}};
+  const std::string s = dir.write("s.json", scen.dump());
+  const std::string out = dir.file("out.json");
+  auto r = run_cli("sensitivity " + quoted(s) + " --json " + quoted(out) + " -q");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("FAILED: at 3 (high)") && Catch::Contains("must divide the 2 sockets"));
+  const json doc = config::load_json_file(out);
+  int failed = 0, ran = 0;
+  for (const auto& in : doc["inputs"]) (in.contains("error") ? failed : ran) += 1;
+  CHECK(failed == 1);
+  CHECK(ran > 10);
+  for (const auto& e : doc["sensitivity"]) CHECK(e["param"] != "platform.topology.sockets_per_group");
+}

@@ -139,7 +139,11 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
                           .metric = o.metric, .screen_sets = overrides_of(o.screen_sets), .full_runs = o.full_runs,
                           .calibration_file = o.calibration.empty() ? source_dir() + "/data/calibration.json" : o.calibration,
                           .ranges_from = o.ranges_from, .quiet = o.quiet};
-    run_sensitivity(so, runs, doc);
+    if (const int failed = run_sensitivity(so, runs, doc); failed > 0) {
+      const int rc = write_outputs(o, doc);
+      std::cerr << fmt::format("cohsim: the runs of {} input(s) failed (FAILED in the table)\n", failed);
+      return rc == kOk ? kCheckFailed : rc;
+    }
   }
   return write_outputs(o, doc);
 }

@@ -44,6 +44,7 @@ struct Outcome {
   bool full = false;   ///< at the scenario's full length (else screened with short runs)
   double score = 0;    ///< the largest change of the primary metric or its difference, in %
   std::optional<double> screen_score;  ///< the score in the screening runs
+  std::string error;   ///< the first line of a run's error (the watchdog, a bad value); then no results
 };
 
 std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
@@ -160,7 +161,7 @@ json difference_range(const SensitivityOptions& o, const std::vector<RunOutput>&
   };
   add(nominal);
   for (const auto& out : outcomes)
-    if (out.full)
+    if (out.full && out.error.empty())
       for (const auto& at : out.at) add(at);
   json j = json::object();
   for (const auto& [k, r] : range) {
@@ -201,6 +202,10 @@ void print_study(const SensitivityOptions& o, const std::vector<Input>& inputs, 
     const auto& ref = out.full ? nominal : screen_nominal;
     std::cout << fmt::format("  {:<44} {:<17} {:<22} {:<6}", inputs[i].path, input_kind_name(inputs[i].kind),
                              text_of(inputs[i].low) + " .. " + text_of(inputs[i].high), out.full ? "full" : "screen");
+    if (!out.error.empty()) {
+      std::cout << " FAILED: " << out.error << "\n";
+      continue;
+    }
     for (std::size_t vi = 0; vi < o.variants.size(); ++vi)
       std::cout << fmt::format(" {:>19}", pct_text(pct(out.at[0][vi].results.get(metric), ref[vi].results.get(metric))) + " / " +
                                               pct_text(pct(out.at[1][vi].results.get(metric), ref[vi].results.get(metric))));
@@ -228,7 +233,7 @@ void print_study(const SensitivityOptions& o, const std::vector<Input>& inputs, 
 
 }  // namespace
 
-void run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& nominal, json& doc) {
+int run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& nominal, json& doc) {
   auto s = scenario::load_scenario(o.scenario, o.variants.front(), o.overrides);
   scenario::Run probe(s, 1);
   const std::string metric = o.metric.empty() ? nominal.front().results.metrics.front().first : o.metric;
@@ -243,13 +248,22 @@ void run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& 
   const std::vector<RunOutput> screen_nominal = screening ? run_variants(o, short_ov) : std::vector<RunOutput>{};
   std::vector<Outcome> outcomes(inputs.size());
   auto run_input = [&](std::size_t i, bool full) {
+    outcomes[i].full = full;
+    outcomes[i].error.clear();
     for (int b = 0; b < 2; ++b) {
       auto ov = full ? o.overrides : short_ov;
       const json& value = b == 0 ? inputs[i].low : inputs[i].high;
       ov.push_back({inputs[i].path.rfind("params.", 0) == 0 ? inputs[i].path.substr(7) : inputs[i].path, text_of(value)});
-      outcomes[i].at[b] = run_variants(o, ov);
+      try {
+        outcomes[i].at[b] = run_variants(o, ov);
+      } catch (const std::exception& e) {  // one input's failure (e.g. the watchdog) does not end the study
+        const std::string what = e.what();
+        outcomes[i].error = fmt::format("at {} ({}): {}", text_of(value), b == 0 ? "low" : "high",
+                                        what.substr(0, what.find('\n')));
+        outcomes[i].score = 0;
+        return;
+      }
     }
-    outcomes[i].full = full;
     outcomes[i].score = score_of(outcomes[i], full ? nominal : screen_nominal, metric);
     if (!full) outcomes[i].screen_score = outcomes[i].score;
   };
@@ -285,6 +299,10 @@ void run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& 
     listed.push_back({{"param", inputs[i].path}, {"kind", input_kind_name(inputs[i].kind)}, {"low", inputs[i].low},
                       {"high", inputs[i].high}, {"run", run}, {"score_pct", out.score}});
     if (out.screen_score) listed.back()["screen_score_pct"] = *out.screen_score;
+    if (!out.error.empty()) {
+      listed.back()["error"] = out.error;
+      continue;
+    }
     for (std::size_t vi = 0; vi < o.variants.size(); ++vi) {
       const double lo = out.at[0][vi].results.get(metric), hi = out.at[1][vi].results.get(metric);
       const double base = ref[vi].results.get(metric);
@@ -301,6 +319,7 @@ void run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& 
                       {"full_length", full_names}, {"screened_only", screened_names}};
   doc["difference_range"] = difference_range(o, nominal, outcomes);
   print_study(o, inputs, outcomes, order, nominal, screen_nominal, metric, ranges, doc["difference_range"]);
+  return static_cast<int>(std::count_if(outcomes.begin(), outcomes.end(), [](const auto& x) { return !x.error.empty(); }));
 }
 
 }  // namespace cohsim::cli
