@@ -193,3 +193,31 @@ TEST_CASE("an input whose run fails is reported as failed and the study goes on 
   CHECK(ran > 10);
   for (const auto& e : doc["sensitivity"]) CHECK(e["param"] != "platform.topology.sockets_per_group");
 }
+
+TEST_CASE("calibrated ranges are written to the output and an earlier output's ranges are reused", "[sensitivity][cli]") {
+  TempDir dir;
+  const std::string cal = same_cluster_file(dir, [](json&) {});
+  const std::string first = dir.file("first.json"), second = dir.file("second.json");
+  const std::string args = "sensitivity " + quoted(kC2c) + " --set rounds=20 --set warmup=0 -q --calibration " + quoted(cal);
+  REQUIRE(run_cli(args + " --json " + quoted(first)).exit_code == 0);
+  auto again = run_cli(args + " --ranges " + quoted(first) + " --json " + quoted(second));
+  REQUIRE(again.exit_code == 0);
+  const json a = config::load_json_file(first)["calibrated_ranges"], b = config::load_json_file(second)["calibrated_ranges"];
+  CHECK_THAT(a["method"].get<std::string>(), Catch::Contains("bisection"));
+  int varied = 0;
+  REQUIRE(a["ranges"].size() == b["ranges"].size());
+  for (std::size_t i = 0; i < a["ranges"].size(); ++i) {
+    const auto &x = a["ranges"][i], &y = b["ranges"][i];
+    INFO(x["param"] << ": " << x["note"]);
+    if (x["low"].is_null()) {  // only the rows in the file pin a range
+      CHECK_THAT(x["note"].get<std::string>(), Catch::Contains("are not in"));
+      continue;
+    }
+    ++varied;
+    CHECK(x["rows"] == json{"kp920.c2c.same-cluster"});
+    CHECK(y["low"] == x["low"]);
+    CHECK(y["high"] == x["high"]);
+    CHECK_THAT(y["note"].get<std::string>(), Catch::Contains("reused from " + first));
+  }
+  CHECK(varied == 2);  // interconnect.cluster.latency and coherence.directory_latency
+}

@@ -63,6 +63,9 @@ class RowRunner {
     for (const auto& r : cal["rows"]) rows_[r.at("id").get<std::string>()] = r;
   }
 
+  /// Whether the file has a row with this id.
+  bool has(const std::string& id) const { return rows_.count(id) != 0; }
+
   /// The row with this id; throws ConfigError naming who asked for a missing one.
   const json& row(const std::string& id, const std::string& named_by) const {
     auto it = rows_.find(id);
@@ -151,8 +154,12 @@ CalibratedRange calibrated_range(const config::Provenance& p, const std::string&
   r.nominal = p.value;
   RowRunner rows(o.calibration_file, o.platform_overrides);
   const std::string here = canonical(platform_file);
-  std::vector<std::string> elsewhere;
+  std::vector<std::string> elsewhere, missing;
   for (const auto& id : p.calibration_rows()) {
+    if (!rows.has(id)) {
+      missing.push_back(id);
+      continue;
+    }
     auto on = rows.platforms_of(id, p.path);
     (std::all_of(on.begin(), on.end(), [&](const auto& f) { return f == here; }) ? r.rows : elsewhere).push_back(id);
   }
@@ -161,6 +168,8 @@ CalibratedRange calibrated_range(const config::Provenance& p, const std::string&
     r.runs = rows.runs;
     return r;
   };
+  if (!missing.empty())
+    return finish(fmt::format("not varied: its rows {} are not in {}", joined(missing), o.calibration_file));
   if (r.rows.empty()) return finish(fmt::format("not varied: its rows ({}) run on other platforms", joined(elsewhere)));
   const auto num = numeric_of(p.value);
   if (!num) return finish("not varied: not a time or a plain number");
