@@ -221,3 +221,12 @@ TEST_CASE("calibrated ranges are written to the output and an earlier output's r
   }
   CHECK(varied == 2);  // interconnect.cluster.latency and coherence.directory_latency
 }
+
+TEST_CASE("sensitivity options without a study or with a negative count are refused with exit 2", "[sensitivity][cli]") {
+  auto screen_without_study = run_cli("compare " + quoted(kC2c) + " --screen-set rounds=5");
+  CHECK(screen_without_study.exit_code == 2);
+  CHECK_THAT(screen_without_study.output, Catch::Contains("these belong to --sensitivity"));
+  auto negative = run_cli("sensitivity " + quoted(kC2c) + " --full-runs -2");
+  CHECK(negative.exit_code == 2);
+  CHECK_THAT(negative.output, Catch::Contains("--full-runs: -2: must be 0 or more"));
+}

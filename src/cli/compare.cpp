@@ -123,6 +123,9 @@ int write_outputs(const CompareOptions& o, json doc) {
 }
 
 int compare_impl(const CompareOptions& o, bool with_sensitivity) {
+  if (o.full_runs < 0) throw config::ConfigError("--full-runs", std::to_string(o.full_runs), "must be 0 or more");
+  if (!with_sensitivity && (!o.screen_sets.empty() || !o.ranges_from.empty() || !o.calibration.empty()))
+    throw config::ConfigError("compare", "--screen-set/--ranges/--calibration", "these belong to --sensitivity");
   auto ov = overrides_of(o.sets);
   auto variants = variants_to_run(o, ov);
   std::vector<RunOutput> runs;
