@@ -250,6 +250,6 @@ def pct_diff(value, base):
     """Percent difference of value relative to base, None if undefined."""
     if value is None or base is None:
         return None
-    if base == 0:
-        return 0.0 if value == 0 else None
+    if base == 0:  # not defined, even for 0 vs 0 (as cohsim's own pct)
+        return None
     return (value - base) / abs(base) * 100.0

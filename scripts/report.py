@@ -15,6 +15,7 @@ import argparse
 import base64
 import html
 import json
+import math
 import re
 import statistics
 import sys
@@ -265,31 +266,79 @@ def plot_difference(plt, diffs, baseline, where, out_dir, plots):
           plots)
 
 
-def plot_tornado(plt, sens, out_dir, plots):
+TORNADO_BARS = 20  # the widest inputs per tornado; the table lists every input
+
+
+def plot_tornado(plt, sens, baseline, out_dir, plots):
+    # Bars are the change from each input's own nominal run, in %: screened
+    # inputs (short runs) and full-length ones share one axis that way. With
+    # several variants a second set of panels shows each difference to the
+    # baseline variant at each input's low/high end.
     groups = {}
     for s in sens:
         groups.setdefault((s.get("metric", ""), s.get("variant", "")), []).append(s)
-    fig, axes = plt.subplots(len(groups), 1, squeeze=False,
-                             figsize=(6.4, sum(1.4 + 0.45 * len(g) for g in groups.values())))
-    for ax, ((metric, variant), items) in zip(axes[:, 0], groups.items()):
-        items = sorted(items, key=lambda s: -abs(_num(s.get("value_high")) - _num(s.get("value_low"))))
-        center = _center(items[0])
-        for i, s in enumerate(items):
-            lo, hi = _num(s.get("value_low")), _num(s.get("value_high"))
-            c = _center(s)
-            ax.barh(i, lo - c, left=c, color="#c8553d", label="param low" if i == 0 else None)
-            ax.barh(i, hi - c, left=c, color="#2a7ab0", label="param high" if i == 0 else None)
-        ax.axvline(center, color="black", linewidth=0.8)
-        ax.set_yticks(range(len(items)))
-        ax.set_yticklabels(["%s\n(%s .. %s)" % (s.get("param"), s.get("low"), s.get("high"))
-                            for s in items], fontsize=7)
+    panels = []
+    for (metric, variant), items in groups.items():
+        full = [s for s in items if s.get("run", "full") == "full"]
+        panels.append(("Sensitivity of %s (nominal %s)" % (metric, cr.fmt_num(_center(full[0] if full else items[0]))),
+                       "change of %s from nominal (%%)%s" % (metric, "  [%s]" % variant if variant else ""),
+                       [(s, _change(s, "value_low"), _change(s, "value_high")) for s in items]))
+    base = {(s.get("metric"), s.get("param")): s for s in sens if s.get("variant") == baseline}
+    for (metric, variant), items in groups.items():
+        pairs = [(s, base.get((metric, s.get("param")))) for s in items if variant != baseline]
+        pairs = [(s, b) for s, b in pairs if b is not None]
+        if not pairs:
+            continue
+        nominal = cr.pct_diff(_center(pairs[0][0]), _center(pairs[0][1]))
+        bars = []
+        for s, b in pairs:
+            lo = cr.pct_diff(_num(s.get("value_low")), _num(b.get("value_low")))
+            hi = cr.pct_diff(_num(s.get("value_high")), _num(b.get("value_high")))
+            if None not in (lo, hi, nominal) and s.get("run", "full") == "full":
+                bars.append((s, lo - nominal, hi - nominal))
+        if bars:
+            panels.append(("Difference %s vs %s (nominal %s)" % (variant, baseline, cr.fmt_pct(nominal)),
+                           "%s: difference %s vs %s, change from nominal (points)" % (metric, variant, baseline),
+                           bars))
+    fig, axes = plt.subplots(len(panels), 1, squeeze=False,
+                             figsize=(6.4, sum(1.4 + 0.45 * min(len(p[2]), TORNADO_BARS) for p in panels)))
+    for ax, (title, xlabel, bars) in zip(axes[:, 0], panels):
+        shown = sorted(bars, key=lambda b: -abs(b[2] - b[1]))[:TORNADO_BARS]
+        for i, (s, lo, hi) in enumerate(shown):
+            ax.barh(i, lo, color="#c8553d", label="input low" if i == 0 else None)
+            ax.barh(i, hi, color="#2a7ab0", label="input high" if i == 0 else None)
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_yticks(range(len(shown)))
+        ax.set_yticklabels(["%s\n[%s] (%s .. %s)" % (s.get("param"), _kind(s), s.get("low"), s.get("high"))
+                            for s, _, _ in shown], fontsize=7)
         ax.invert_yaxis()
-        ax.set_xlabel(metric + ("  [%s]" % variant if variant else ""))
-        ax.set_title("Sensitivity of %s (line: nominal %s)" % (metric, cr.fmt_num(center)))
+        ax.set_xlabel(xlabel)
+        ax.set_title(title + ("" if len(bars) <= TORNADO_BARS else ": the %d widest of %d inputs"
+                              % (TORNADO_BARS, len(bars))), fontsize=9)
         ax.grid(True, axis="x", alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
-    _save(plt, fig, out_dir, "tornado", "Tornado: %s at each parameter's low/high end"
-          % ", ".join(m for m, _ in groups), plots)
+    _save(plt, fig, out_dir, "tornado", "Tornado: %s at each input's low/high end"
+          % ", ".join(sorted({m for m, _ in groups})), plots)
+
+
+def _kind(s):
+    """The input's kind (older files varied platform estimates only); screened ones say so."""
+    kind = s.get("kind") or "estimate"
+    return kind + (", screened" if s.get("run") == "screen" else "")
+
+
+def _change(s, key):
+    p = cr.pct_diff(_num(s.get(key)), _center(s))
+    return 0.0 if p is None or math.isnan(p) else p
+
+
+def _pct_or_na(v):
+    """A difference in % (not defined, null in JSON, where the baseline was 0)."""
+    return "n/a" if v is None else cr.fmt_num(v)
+
+
+def _swing(s):
+    return -abs(_change(s, "value_high") - _change(s, "value_low"))
 
 
 def _num(v):
@@ -476,27 +525,30 @@ def build_report(data, out_dir, baseline=None, title=None):
     if sens:
         same = len({(s.get("metric"), s.get("variant")) for s in sens}) == 1
         if same:
-            blocks.append(("p", "Effect of each parameter's low/high end on %s%s:" % (
+            blocks.append(("p", "Effect of each input's low/high end on %s%s:" % (
                 sens[0].get("metric", ""),
                 " (%s)" % sens[0]["variant"] if sens[0].get("variant") else "")))
+        blocks.append(("p", "Kinds: estimate = a platform estimate over its declared range; calibrated = "
+                       "over the values that keep its calibration rows within tolerance; workload estimate "
+                       "= over the range its declaration gives; screened = short runs only."))
         srows = []
-        for s in sorted(sens, key=lambda s: -abs(_num(s.get("value_high")) - _num(s.get("value_low")))):
+        for s in sorted(sens, key=_swing):
             c = _center(s)
-            srows.append([s.get("param", ""), "%s .. %s" % (s.get("low"), s.get("high"))]
+            srows.append([s.get("param", ""), _kind(s), "%s .. %s" % (s.get("low"), s.get("high"))]
                          + ([] if same else [s.get("metric", ""), s.get("variant", "")])
                          + [cr.fmt_num(s.get("value_low")), cr.fmt_num(c),
                             cr.fmt_num(s.get("value_high")),
                             cr.fmt_pct(cr.pct_diff(_num(s.get("value_low")), c)),
                             cr.fmt_pct(cr.pct_diff(_num(s.get("value_high")), c))])
-        heads = ["param", "range"] + ([] if same else ["metric", "variant"])
+        heads = ["input", "kind", "range"] + ([] if same else ["metric", "variant"])
         blocks.append(("table", heads + ["at low", "nominal", "at high", "low", "high"],
                        srows, ["l"] * len(heads) + ["r"] * 5))
-        plot_tornado(plt, sens, out_dir, plots)
+        plot_tornado(plt, sens, baseline, out_dir, plots)
     rng = data.get("difference_range") or {}
     if rng:
         blocks.append(("p", "Predicted difference (%s vs %s) over the parameter ranges:"
                        % (", ".join(others) or "variant", baseline)))
-        blocks.append(("ul", ["%s: %s .. %s" % (m, cr.fmt_num(r.get("low")), cr.fmt_num(r.get("high")))
+        blocks.append(("ul", ["%s: %s .. %s" % (m, _pct_or_na(r.get("low")), _pct_or_na(r.get("high")))
                               for m, r in rng.items() if isinstance(r, dict)]))
 
     crows = []

@@ -1,14 +1,14 @@
-// compare: every variant with the same parameters and seed; sensitivity: each
-// estimated platform parameter at the low and high end of its range.
+// compare: every variant with the same parameters and seed; sensitivity: every
+// uncertain input at the two ends of its range (sensitivity.cpp).
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
-#include <map>
 
 #include "cli.hpp"
+#include "sensitivity.hpp"
 
 namespace cohsim::cli {
 
@@ -18,9 +18,10 @@ using nlohmann::json;
 namespace {
 
 struct CompareOptions {
-  std::string scenario, json_out, report_dir, variants_csv, metric;
-  std::vector<std::string> sets;
+  std::string scenario, json_out, report_dir, variants_csv, metric, calibration, ranges_from;
+  std::vector<std::string> sets, screen_sets;
   std::optional<std::uint64_t> seed;
+  int full_runs = 5;
   bool quiet = false;
 };
 
@@ -33,10 +34,17 @@ bool parse_compare_like(const std::vector<std::string>& args, CompareOptions& o,
       "json", po::value(&o.json_out), "write compare.json-style results to FILE")(
       "report", po::value(&o.report_dir), "write report.md, report.html and plots into DIR")(
       "quiet,q", po::bool_switch(&o.quiet), "print only the table")(
-      "metric", po::value(&o.metric), "sensitivity: the metric of the per-parameter table (default: the first)");
+      "metric", po::value(&o.metric), "sensitivity: the metric of the per-input table (default: the first)")(
+      "screen-set", po::value(&o.screen_sets)->composing(),
+      "sensitivity: screen every input with short runs (KEY=VALUE, repeatable, e.g. duration=5ms) and run only "
+      "the --full-runs inputs that move the result most at full length")(
+      "full-runs", po::value(&o.full_runs), "sensitivity with --screen-set: inputs re-run at full length (default 5)")(
+      "calibration", po::value(&o.calibration), "sensitivity: calibration rows (default: data/calibration.json)")(
+      "ranges", po::value(&o.ranges_from),
+      "sensitivity: reuse the calibrated ranges of an earlier --json output (same platform, value and overrides)");
   if (with_sensitivity_flag)
     d.add_options()("sensitivity", po::bool_switch(sensitivity),
-                    "also re-run each estimated parameter at its bounds and state the range of each difference");
+                    "also re-run each uncertain input at its range ends and state the range of each difference");
   auto vm = parse_command_line(args, d, o.scenario, what);
   if (!vm) return false;
   if (o.scenario.empty()) throw po::error("missing SCENARIO");
@@ -71,8 +79,6 @@ std::vector<std::string> variants_to_run(const CompareOptions& o, const std::vec
   return vs;
 }
 
-double pct(double v, double base) { return base == 0 ? 0 : 100.0 * (v - base) / base; }
-
 void print_table(const std::vector<RunOutput>& runs) {
   std::vector<std::string> names;
   for (const auto& [k, v] : runs.front().results.metrics) names.push_back(k);
@@ -90,7 +96,10 @@ void print_table(const std::vector<RunOutput>& runs) {
     for (std::size_t i = 0; i < runs.size(); ++i) {
       double v = runs[i].results.has(n) ? runs[i].results.get(n) : NAN;
       std::cout << fmt::format("  {:>14.6g}", v);
-      if (i > 0) std::cout << fmt::format("  {:>+8.2f}%", pct(v, base));
+      if (i > 0) {
+        auto p = pct(v, base);
+        std::cout << (p ? fmt::format("  {:>+8.2f}%", *p) : fmt::format("  {:>9}", "n/a"));
+      }
     }
     std::cout << "\n";
   }
@@ -113,62 +122,10 @@ int write_outputs(const CompareOptions& o, json doc) {
   return kOk;
 }
 
-/// Runs each estimated parameter at its bounds, for each variant.
-json sensitivity(const CompareOptions& o, const std::vector<std::string>& variants,
-                 const std::vector<scenario::Override>& ov, const std::vector<RunOutput>& nominal, json& diff_range) {
-  auto s = scenario::load_scenario(o.scenario, variants.front(), ov);
-  scenario::Run probe(s, 1);
-  std::vector<config::Provenance> estimates;
-  for (const auto& p : probe.registry().provenance())
-    if (p.estimate && !p.range_low.is_null()) estimates.push_back(p);
-  json out = json::array();
-  // The per-parameter table and tornado are for one metric (the workload's
-  // first, or --metric); the range of the difference is given for every metric.
-  const std::string primary = o.metric.empty() ? nominal.front().results.metrics.front().first : o.metric;
-  if (!nominal.front().results.has(primary))
-    throw config::ConfigError(o.scenario, "--metric", fmt::format("the scenario has no metric '{}'", primary));
-  std::map<std::string, std::pair<double, double>> range;  // metric -> (min, max) of the difference
-  const auto& base_metrics = nominal.front().results.metrics;
-  auto diff_key = [&](const std::string& metric, const std::string& v) { return metric + " (" + v + " vs " + variants.front() + ")"; };
-  for (std::size_t i = 1; i < nominal.size(); ++i)
-    for (const auto& [m, v] : base_metrics) {
-      double d = pct(nominal[i].results.get(m), v);
-      range[diff_key(m, variants[i])] = {d, d};
-    }
-  std::size_t done = 0;
-  for (const auto& e : estimates) {
-    ++done;
-    if (!o.quiet) std::cerr << fmt::format("\rsensitivity: {}/{} {}            ", done, estimates.size(), e.path);
-    std::vector<std::vector<RunOutput>> at(2);
-    const json bounds[2] = {e.range_low, e.range_high};
-    for (int b = 0; b < 2; ++b) {
-      auto ov2 = ov;
-      ov2.push_back({e.path, bounds[b].is_string() ? bounds[b].get<std::string>() : bounds[b].dump()});
-      for (const auto& v : variants) at[static_cast<std::size_t>(b)].push_back(run_scenario(o.scenario, v, ov2, o.seed, false));
-    }
-    for (std::size_t vi = 0; vi < variants.size(); ++vi)
-      for (const auto& [m, nominal_value] : nominal[vi].results.metrics)
-        if (m == primary)
-          out.push_back({{"param", e.path}, {"low", bounds[0]}, {"high", bounds[1]}, {"metric", m}, {"variant", variants[vi]},
-                       {"value_low", at[0][vi].results.get(m)}, {"value_high", at[1][vi].results.get(m)},
-                       {"baseline_value", nominal_value}});
-    for (std::size_t vi = 1; vi < variants.size(); ++vi)
-      for (const auto& [m, v0] : base_metrics)
-        for (int b = 0; b < 2; ++b) {
-          double d = pct(at[static_cast<std::size_t>(b)][vi].results.get(m), at[static_cast<std::size_t>(b)][0].results.get(m));
-          auto& r = range[diff_key(m, variants[vi])];
-          r.first = std::min(r.first, d);
-          r.second = std::max(r.second, d);
-        }
-  }
-  if (!o.quiet) std::cerr << "\n";
-  diff_range = json::object();
-  for (const auto& [k, r] : range)
-    if (r.first != 0 || r.second != 0) diff_range[k] = {{"low", r.first}, {"high", r.second}, {"unit", "%"}};
-  return out;
-}
-
 int compare_impl(const CompareOptions& o, bool with_sensitivity) {
+  if (o.full_runs < 0) throw config::ConfigError("--full-runs", std::to_string(o.full_runs), "must be 0 or more");
+  if (!with_sensitivity && (!o.screen_sets.empty() || !o.ranges_from.empty() || !o.calibration.empty()))
+    throw config::ConfigError("compare", "--screen-set/--ranges/--calibration", "these belong to --sensitivity");
   auto ov = overrides_of(o.sets);
   auto variants = variants_to_run(o, ov);
   std::vector<RunOutput> runs;
@@ -181,14 +138,14 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
               {"params", runs.front().doc["params"]}, {"baseline", runs.front().doc["variant"]}, {"runs", json::array()}};
   for (const auto& r : runs) doc["runs"].push_back(r.doc);
   if (with_sensitivity) {
-    json range;
-    doc["sensitivity"] = sensitivity(o, variants, ov, runs, range);
-    doc["difference_range"] = range;
-    if (!range.empty()) {
-      std::cout << "\nrange of each difference over the estimated parameters' bounds (one at a time)\n";
-      for (auto it = range.begin(); it != range.end(); ++it)
-        std::cout << fmt::format("  {:<48} {:+.2f}% .. {:+.2f}%\n", it.key(), it.value()["low"].get<double>(),
-                                 it.value()["high"].get<double>());
+    SensitivityOptions so{.scenario = o.scenario, .variants = variants, .overrides = ov, .seed = o.seed,
+                          .metric = o.metric, .screen_sets = overrides_of(o.screen_sets), .full_runs = o.full_runs,
+                          .calibration_file = o.calibration.empty() ? source_dir() + "/data/calibration.json" : o.calibration,
+                          .ranges_from = o.ranges_from, .quiet = o.quiet};
+    if (const int failed = run_sensitivity(so, runs, doc); failed > 0) {
+      const int rc = write_outputs(o, doc);
+      std::cerr << fmt::format("cohsim: the runs of {} input(s) failed (FAILED in the table)\n", failed);
+      return rc == kOk ? kCheckFailed : rc;
     }
   }
   return write_outputs(o, doc);
@@ -210,9 +167,14 @@ int cmd_compare(const std::vector<std::string>& args) {
 int cmd_sensitivity(const std::vector<std::string>& args) {
   CompareOptions o;
   if (!parse_compare_like(args, o, "cohsim sensitivity SCENARIO [options]",
-                          "Re-runs the scenario with each \"estimate\" platform parameter at the low and the high end\n"
-                          "of its declared range, one at a time, and reports how much each moves every metric and\n"
-                          "the difference between variants.",
+                          "Re-runs the scenario with every uncertain input at the low and the high end of its range,\n"
+                          "one at a time, and reports how much each moves the metric and the difference between\n"
+                          "variants. Inputs: platform estimates (their declared \"range\"), workload estimates (the\n"
+                          "range their declaration gives) and calibrated platform numbers: for each, the values at\n"
+                          "which the calibration rows its source names reach their tolerance ends, found by stepping\n"
+                          "out from the nominal value (5%, 10%, 20%, ...) and bisection to 1%, other inputs at nominal,\n"
+                          "within the declared min/max (rows run as in cohsim validate). With --screen-set every input\n"
+                          "runs short first and the --full-runs that move the result most run at full length.",
                           false, nullptr))
     return kOk;
   return compare_impl(o, true);

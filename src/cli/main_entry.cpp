@@ -24,7 +24,7 @@ const std::map<std::string, Command>& commands() {
       {"topo", {cmd_topo, "show a platform: tree, hop paths and latencies, nodes, parameters with sources"}},
       {"schema", {cmd_schema, "export the JSON Schema of platform or scenario files (cohsim schema platform|scenario)"}},
       {"selftest", {cmd_selftest, "random coherence tester: cohsim selftest coherence [--cpus N] [--ops M] [--seed S]"}},
-      {"sensitivity", {cmd_sensitivity, "re-run a scenario with each estimated parameter at its low and high bound"}},
+      {"sensitivity", {cmd_sensitivity, "re-run a scenario with each uncertain input (estimate, calibrated, workload estimate) at its range ends"}},
   };
   return c;
 }

@@ -34,6 +34,28 @@ const char* kind_name(Kind k) {
   return "?";
 }
 
+/// A value of a numeric kind in base units (ps, Hz, bytes, plain); nullopt when it is not one.
+std::optional<double> base_value(Kind k, const json& j) {
+  switch (k) {
+    case Kind::time:
+      if (j.is_string()) {
+        auto t = sim::parse_time(j.get<std::string>());
+        return t ? std::optional<double>(static_cast<double>(*t)) : std::nullopt;
+      }
+      return j.is_number() && j.get<double>() == 0 ? std::optional<double>(0.0) : std::nullopt;
+    case Kind::frequency: return j.is_string() ? sim::parse_frequency(j.get<std::string>()) : std::nullopt;
+    case Kind::size: {
+      auto b = j.is_string() ? sim::parse_size(j.get<std::string>())
+                             : j.is_number_unsigned() ? std::optional<std::uint64_t>(j.get<std::uint64_t>()) : std::nullopt;
+      return b ? std::optional<double>(static_cast<double>(*b)) : std::nullopt;
+    }
+    case Kind::integer: return j.is_number_integer() ? std::optional<double>(j.get<double>()) : std::nullopt;
+    case Kind::number: return j.is_number() ? std::optional<double>(j.get<double>()) : std::nullopt;
+    case Kind::boolean: return j.is_boolean() ? std::optional<double>(j.get<bool>() ? 1.0 : 0.0) : std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
 bool is_numeric_kind(Kind k) {
   return k == Kind::time || k == Kind::frequency || k == Kind::size || k == Kind::integer || k == Kind::number;
 }
@@ -116,6 +138,7 @@ void Reader::declare(std::string_view key, Kind kind, const Spec& s) {
   json t = schema_type(kind, s);
   t["description"] = std::string(s.doc);
   if (s.def) t["default"] = *s.def;
+  if (!s.estimate_range.empty()) t["x-estimate-range"] = s.estimate_range;  // an annotation validators ignore
   json& props = (*schema_)["properties"];
   if (sourced_ && (is_numeric_kind(kind) || kind == Kind::boolean)) {
     json wrapped = {{"type", "object"},
@@ -135,6 +158,22 @@ void Reader::declare(std::string_view key, Kind kind, const Spec& s) {
   if (!s.def) (*schema_)["required"].push_back(std::string(key));
 }
 
+void Reader::record_workload_estimate(const std::string& path, const json& value, const Spec& s) {
+  if (s.estimate_range.empty()) return;
+  if (s.estimate_range.size() != 2) throw std::logic_error(path + ": estimate_range must be {low, high}");
+  Provenance p;
+  p.path = path;
+  p.value = value.is_string() ? value.get<std::string>() : shown(value);
+  p.source = std::string(s.doc);
+  p.estimate = true;
+  p.workload = true;
+  p.range_low = s.estimate_range[0];
+  p.range_high = s.estimate_range[1];
+  p.min = s.min;
+  p.max = s.max;
+  registry_->add_provenance(std::move(p));
+}
+
 const json* Reader::value_of(std::string_view key, Kind kind, const Spec& s) {
   declare(key, kind, s);  // recorded whenever a schema is being exported
   if (schema_mode()) return nullptr;
@@ -142,11 +181,13 @@ const json* Reader::value_of(std::string_view key, Kind kind, const Spec& s) {
   if (!has(key)) {
     if (!s.def) fail(key, fmt::format("missing required key ({}: {})", kind_name(kind), s.doc));
     registry_->used[path] = *s.def;
+    if (!sourced_) record_workload_estimate(path, *s.def, s);
     return nullptr;
   }
   registry_->mark_read(path);
   const json& v = (*object_)[std::string(key)];
   registry_->used[path] = (v.is_object() && v.contains("value")) ? v["value"] : v;
+  if (!sourced_) record_workload_estimate(path, v, s);
   // Numbers must carry their source; a switch (boolean) may, in the same form.
   if (sourced_ && (is_numeric_kind(kind) || (kind == Kind::boolean && v.is_object()))) {
     if (!v.is_object() || !v.contains("value"))
@@ -161,9 +202,17 @@ const json* Reader::value_of(std::string_view key, Kind kind, const Spec& s) {
     p.value = v["value"].is_string() ? v["value"].get<std::string>() : shown(v["value"]);
     p.source = v["source"].get<std::string>();
     p.estimate = p.source.rfind("estimate", 0) == 0;
+    p.min = s.min;
+    p.max = s.max;
     if (v.contains("range")) {
       const json& r = v["range"];
       if (!r.is_array() || r.size() != 2) fail(key, "\"range\" must be [low, high]");
+      for (const auto& end : r) {  // sensitivity runs the model at both ends: each must be a valid value
+        auto b = base_value(kind, end);
+        if (!b) fail(key, fmt::format("range end {}: expected {}", shown(end), kind_name(kind)));
+        if ((s.min && *b < *s.min) || (s.max && *b > *s.max))
+          fail(key, fmt::format("range end {} is outside the declared bounds ({})", shown(end), s.doc));
+      }
       p.range_low = r[0];
       p.range_high = r[1];
     } else if (p.estimate) {

@@ -3,6 +3,7 @@
   /usr/bin/python3 -m unittest discover -s tests/python -v
 """
 
+import json
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,7 @@ class FormatTest(unittest.TestCase):
         self.assertEqual(cr.fmt_pct(cr.pct_diff(130, 100)), "+30.0%")
         self.assertEqual(cr.fmt_pct(cr.pct_diff(97.5, 100)), "-2.50%")
         self.assertEqual(cr.fmt_pct(cr.pct_diff(1, 0)), "n/a")
+        self.assertEqual(cr.fmt_pct(cr.pct_diff(0, 0)), "n/a")  # not defined, never 0 %
 
     def test_parse_number_and_log2_axis(self):
         self.assertEqual(cr.parse_number("34ns"), 34.0)
@@ -147,7 +149,7 @@ class CompareReportTest(ReportCase):
         self.assertIn("(baseline: wmb)", md)                 # from compare.json
         self.assertRegex(md, r"\| cmd_latency_ns\.p50 +\| dma-wmb +\|.*\| +-18\.0% \|")
         self.assertIn("## Sensitivity", md)
-        self.assertRegex(md, r"\| platform\.interconnect\.die\.latency \| 25ns \.\. 45ns +\| +601 \| "
+        self.assertRegex(md, r"\| platform\.interconnect\.die\.latency \| estimate +\| 25ns \.\. 45ns +\| +601 \| "
                              r"+666\.3 \| +742 \| +-9\.80% \| +\+11\.4% \|")
         self.assertIn("- cmd_latency_ns.p50: -22.1 .. -14.6", md)
         self.assertIn("## Top contended lines", md)
@@ -155,6 +157,23 @@ class CompareReportTest(ReportCase):
         # the widest bar first in the table (largest swing)
         order = [l.split("|")[1].strip() for l in md.splitlines() if l.startswith("| platform.")]
         self.assertEqual(order[0], "platform.interconnect.die.latency")
+
+    def test_sensitivity_names_each_input_kind_and_marks_screened_and_undefined(self):
+        data = json.loads((FIXTURES / "compare.json").read_text())
+        extra = dict(data["sensitivity"][0], param="platform.cpu.wfi_wake", kind="calibrated", run="screen",
+                     low="130ns", high="206ns")
+        baseline_rows = [dict(s, variant="wmb", value_low=s["value_low"] * 1.1, value_high=s["value_high"] * 1.1,
+                              baseline_value=s["baseline_value"] * 1.1) for s in data["sensitivity"]]
+        data["sensitivity"] = data["sensitivity"] + [extra] + baseline_rows
+        data["difference_range"]["ipis_missed"] = {"low": None, "high": None, "unit": "%"}
+        src = self.tmp / "c.json"
+        src.write_text(json.dumps(data))
+        res = report.report_from_compare_json(src, self.tmp / "k")
+        md = res["md"].read_text()
+        self.assertRegex(md, r"\| platform\.cpu\.wfi_wake +\| calibrated, screened \| 130ns \.\. 206ns")
+        self.assertRegex(md, r"\| platform\.interconnect\.die\.latency +\| estimate +\|")
+        self.assertIn("- ipis_missed: n/a .. n/a", md)
+        self.assertIn("tornado.png", res["plots"])
 
     def test_importable_api(self):
         res = report.report_from_compare_json(FIXTURES / "compare.json", self.tmp / "x",

@@ -47,15 +47,21 @@ struct Spec {
   std::optional<double> min = {};    ///< in base units (ps, Hz, bytes, plain)
   std::optional<double> max = {};
   std::vector<std::string> choices = {};  ///< for Kind::choice
+  /// A workload estimate's plausible [low, high] in config notation (its doc
+  /// says "estimate: ..."); empty for every other parameter.
+  std::vector<json> estimate_range = {};
 };
 
-/// Where a platform number comes from, as written in the file.
+/// Where an uncertain number comes from: a platform number as written in
+/// the file, or a workload parameter declared with an estimate_range.
 struct Provenance {
   std::string path;    ///< dotted path, e.g. "platform.interconnect.die.latency"
   std::string value;   ///< as written
   std::string source;  ///< "calibration: ...", "datasheet: ...", "estimate: ..."
   bool estimate = false;
+  bool workload = false;       ///< a workload parameter ("params.X"), not a platform number
   json range_low, range_high;  ///< for estimates, in config notation
+  std::optional<double> min, max;  ///< the declared bounds, in base units (ps, Hz, bytes, plain)
   /// The calibration rows this value was fitted to: the row ids (names of
   /// the form a.b.c) its "calibration: ..." source names; empty otherwise.
   std::vector<std::string> calibration_rows() const;
@@ -117,6 +123,8 @@ class Reader {
   /// The raw value for key (unwrapping {value, source}); nullptr if absent.
   const json* value_of(std::string_view key, Kind kind, const Spec& s);
   void declare(std::string_view key, Kind kind, const Spec& s);
+  /// Records a workload parameter declared with an estimate_range, for sensitivity.
+  void record_workload_estimate(const std::string& path, const json& value, const Spec& s);
   double check_range(std::string_view key, double v, const Spec& s) const;
 
   const json* object_;

@@ -1,0 +1,325 @@
+// Sensitivity over every uncertain input of a scenario (see sensitivity.hpp).
+#include "sensitivity.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fmt/format.h>
+#include <iostream>
+#include <map>
+#include <numeric>
+
+namespace cohsim::cli {
+
+using nlohmann::json;
+
+std::optional<double> pct(double value, double base) {
+  if (base == 0) return std::nullopt;
+  return 100.0 * (value - base) / base;
+}
+
+json pct_json(std::optional<double> p) { return p ? json(*p) : json(nullptr); }
+
+const char* input_kind_name(InputKind kind) {
+  switch (kind) {
+    case InputKind::estimate: return "estimate";
+    case InputKind::calibrated: return "calibrated";
+    case InputKind::workload_estimate: return "workload estimate";
+  }
+  return "?";
+}
+
+namespace {
+
+/// One input the study varies and the two values it runs at.
+struct Input {
+  std::string path;
+  InputKind kind = InputKind::estimate;
+  json low, high;  ///< config notation
+};
+
+/// The runs of one input: per range end, one run per variant.
+struct Outcome {
+  std::vector<RunOutput> at[2];
+  bool full = false;   ///< at the scenario's full length (else screened with short runs)
+  double score = 0;    ///< the largest change of the primary metric or its difference, in %
+  std::optional<double> screen_score;  ///< the score in the screening runs
+  std::string error;   ///< the first line of a run's error (the watchdog, a bad value); then no results
+};
+
+std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+std::string set_text(const std::vector<scenario::Override>& ov) {
+  std::string out;
+  for (const auto& o : ov) out += (out.empty() ? "" : " ") + o.key + "=" + o.value;
+  return out;
+}
+
+std::string pct_text(std::optional<double> p) { return p ? fmt::format("{:+.2f}%", *p) : "n/a"; }
+
+std::string canonical(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::weakly_canonical(path, ec).string();
+}
+
+json range_json(const CalibratedRange& r, const std::vector<scenario::Override>& platform_overrides) {
+  return {{"platform", canonical(r.platform)}, {"param", r.param}, {"nominal", r.nominal}, {"rows", r.rows},
+          {"low", r.low}, {"high", r.high}, {"low_outside", r.low_outside}, {"high_outside", r.high_outside},
+          {"runs", r.runs}, {"note", r.note}, {"platform_overrides", set_text(platform_overrides)}};
+}
+
+/// A range from an earlier output (--ranges) for the same platform, parameter, nominal value and overrides.
+std::optional<json> reusable_range(const json& earlier, const json& wanted) {
+  for (const auto& e : earlier)
+    if (e.is_object() && e.value("platform", "") == wanted["platform"] && e.value("param", "") == wanted["param"] &&
+        e.value("nominal", "") == wanted["nominal"] && e.value("platform_overrides", "") == wanted["platform_overrides"])
+      return e;
+  return std::nullopt;
+}
+
+/// The study's uncertain inputs; fills `ranges` with every calibrated parameter's search result.
+std::vector<Input> uncertain_inputs(const SensitivityOptions& o, scenario::Run& probe, const std::string& platform_file,
+                                    json& ranges) {
+  std::vector<scenario::Override> platform_ov;
+  for (const auto& ov : o.overrides)
+    if (ov.key.rfind("platform.", 0) == 0) platform_ov.push_back(ov);
+  json earlier = json::array();
+  if (!o.ranges_from.empty())
+    earlier = config::load_json_file(o.ranges_from).value("calibrated_ranges", json::object()).value("ranges", json::array());
+  const RangeSearchOptions search{o.calibration_file, platform_ov};
+  std::vector<Input> inputs;
+  const auto& prov = probe.registry().provenance();
+  const auto calibrated = std::count_if(prov.begin(), prov.end(), [](const auto& p) { return !p.estimate && !p.calibration_rows().empty(); });
+  int done = 0;
+  for (const auto& p : prov) {
+    if (p.estimate && !p.range_low.is_null()) {
+      inputs.push_back({p.path, p.workload ? InputKind::workload_estimate : InputKind::estimate, p.range_low, p.range_high});
+      continue;
+    }
+    if (p.calibration_rows().empty()) continue;
+    if (!o.quiet) std::cerr << fmt::format("\rsensitivity: range of calibrated {}/{} {}            ", ++done, calibrated, p.path);
+    CalibratedRange blank;
+    blank.platform = platform_file;
+    blank.param = p.path;
+    blank.nominal = p.value;
+    json r = range_json(blank, platform_ov);
+    if (auto e = reusable_range(earlier, r)) {
+      r = *e;
+      r["note"] = r.value("note", "") + (r.value("note", "").empty() ? "" : "; ") + "reused from " + o.ranges_from;
+    } else {
+      r = range_json(calibrated_range(p, platform_file, search), platform_ov);
+    }
+    ranges.push_back(r);
+    if (!r["low"].is_null()) inputs.push_back({p.path, InputKind::calibrated, r["low"], r["high"]});
+  }
+  if (!o.quiet && done > 0) std::cerr << "\n";
+  return inputs;
+}
+
+/// One run per variant with `ov`.
+std::vector<RunOutput> run_variants(const SensitivityOptions& o, const std::vector<scenario::Override>& ov) {
+  std::vector<RunOutput> out;
+  for (const auto& v : o.variants) out.push_back(run_scenario(o.scenario, v, ov, o.seed, false));
+  return out;
+}
+
+/// The largest change of the primary metric (any variant) or of its difference to the baseline, in % (points).
+double score_of(const Outcome& out, const std::vector<RunOutput>& ref, const std::string& metric) {
+  double score = 0;
+  for (const auto& at : out.at)
+    for (std::size_t vi = 0; vi < at.size(); ++vi) {
+      if (auto p = pct(at[vi].results.get(metric), ref[vi].results.get(metric))) score = std::max(score, std::fabs(*p));
+      if (vi == 0) continue;
+      auto d = pct(at[vi].results.get(metric), at[0].results.get(metric));
+      auto d0 = pct(ref[vi].results.get(metric), ref[0].results.get(metric));
+      if (d && d0) score = std::max(score, std::fabs(*d - *d0));
+    }
+  return score;
+}
+
+/// The range of every metric's difference (variant vs baseline) over the nominal and the full-length outcomes.
+json difference_range(const SensitivityOptions& o, const std::vector<RunOutput>& nominal, const std::vector<Outcome>& outcomes) {
+  struct Range {
+    double low = 0, high = 0;
+    bool any = false;
+    int undefined = 0;
+    void add(std::optional<double> d) {
+      if (!d) {
+        ++undefined;
+        return;
+      }
+      low = any ? std::min(low, *d) : *d;
+      high = any ? std::max(high, *d) : *d;
+      any = true;
+    }
+  };
+  std::map<std::string, Range> range;
+  auto add = [&](const std::vector<RunOutput>& runs) {
+    for (std::size_t vi = 1; vi < runs.size(); ++vi)
+      for (const auto& [m, base] : runs[0].results.metrics)
+        range[m + " (" + o.variants[vi] + " vs " + o.variants.front() + ")"].add(pct(runs[vi].results.get(m), base));
+  };
+  add(nominal);
+  for (const auto& out : outcomes)
+    if (out.full && out.error.empty())
+      for (const auto& at : out.at) add(at);
+  json j = json::object();
+  for (const auto& [k, r] : range) {
+    if (r.undefined == 0 && r.low == 0 && r.high == 0) continue;  // a metric the variants do not change
+    j[k] = {{"low", r.any ? json(r.low) : json(nullptr)}, {"high", r.any ? json(r.high) : json(nullptr)}, {"unit", "%"}};
+    if (r.undefined > 0) j[k]["not_defined_runs"] = r.undefined;  // the baseline was 0 there
+  }
+  return j;
+}
+
+void print_study(const SensitivityOptions& o, const std::vector<Input>& inputs, const std::vector<Outcome>& outcomes,
+                 const std::vector<std::size_t>& order, const std::vector<RunOutput>& nominal,
+                 const std::vector<RunOutput>& screen_nominal, const std::string& metric, const json& ranges,
+                 const json& diff_range) {
+  std::map<InputKind, int> count;
+  for (const auto& in : inputs) ++count[in.kind];
+  std::cout << fmt::format("\nsensitivity: {} inputs varied one at a time at their range ends ({} estimates, {} calibrated, "
+                           "{} workload estimates)\n",
+                           inputs.size(), count[InputKind::estimate], count[InputKind::calibrated],
+                           count[InputKind::workload_estimate]);
+  std::cout << "  estimates and workload estimates: their declared plausible range\n  " << kCalibratedRangeMethod << "\n";
+  for (const auto& r : ranges)
+    if (r["low"].is_null()) std::cout << fmt::format("  {}: {}\n", r["param"].get<std::string>(), r["note"].get<std::string>());
+  const auto full = std::count_if(outcomes.begin(), outcomes.end(), [](const auto& x) { return x.full; });
+  if (!o.screen_sets.empty())
+    std::cout << fmt::format("  screened: all {} inputs with short runs ({}); run at full length: the {} that moved "
+                             "{} or its difference most\n",
+                             inputs.size(), set_text(o.screen_sets), full, metric);
+  std::cout << fmt::format("\neffect on {} (change from nominal at the low / high end", metric);
+  if (o.variants.size() > 1) std::cout << "; diff: the difference to " << o.variants.front() << " there";
+  std::cout << ")\n";
+  std::cout << fmt::format("  {:<44} {:<17} {:<22} {:<6}", "input", "kind", "range", "run");
+  for (std::size_t vi = 0; vi < o.variants.size(); ++vi) std::cout << fmt::format(" {:>19}", o.variants[vi]);
+  for (std::size_t vi = 1; vi < o.variants.size(); ++vi) std::cout << fmt::format(" {:>19}", "diff " + o.variants[vi]);
+  std::cout << "\n";
+  for (std::size_t i : order) {
+    const auto& out = outcomes[i];
+    const auto& ref = out.full ? nominal : screen_nominal;
+    std::cout << fmt::format("  {:<44} {:<17} {:<22} {:<6}", inputs[i].path, input_kind_name(inputs[i].kind),
+                             text_of(inputs[i].low) + " .. " + text_of(inputs[i].high), out.full ? "full" : "screen");
+    if (!out.error.empty()) {
+      std::cout << " FAILED: " << out.error << "\n";
+      continue;
+    }
+    for (std::size_t vi = 0; vi < o.variants.size(); ++vi)
+      std::cout << fmt::format(" {:>19}", pct_text(pct(out.at[0][vi].results.get(metric), ref[vi].results.get(metric))) + " / " +
+                                              pct_text(pct(out.at[1][vi].results.get(metric), ref[vi].results.get(metric))));
+    for (std::size_t vi = 1; vi < o.variants.size(); ++vi)
+      std::cout << fmt::format(" {:>19}", pct_text(pct(out.at[0][vi].results.get(metric), out.at[0][0].results.get(metric))) +
+                                              " / " +
+                                              pct_text(pct(out.at[1][vi].results.get(metric), out.at[1][0].results.get(metric))));
+    std::cout << "\n";
+  }
+  if (diff_range.empty()) return;
+  std::cout << fmt::format("\nrange of each difference over the inputs' range ends (one at a time{})\n",
+                           o.screen_sets.empty() ? "" : fmt::format("; the {} full-length inputs only", full));
+  for (auto it = diff_range.begin(); it != diff_range.end(); ++it) {
+    const auto& r = it.value();
+    if (r["low"].is_null()) {
+      std::cout << fmt::format("  {:<48} n/a (the baseline is 0 in every run)\n", it.key());
+      continue;
+    }
+    std::cout << fmt::format("  {:<48} {} .. {}{}\n", it.key(),
+                             pct_text(r["low"].is_null() ? std::nullopt : std::optional<double>(r["low"].get<double>())),
+                             pct_text(r["high"].is_null() ? std::nullopt : std::optional<double>(r["high"].get<double>())),
+                             r.contains("not_defined_runs") ? " (n/a where the baseline is 0)" : "");
+  }
+}
+
+}  // namespace
+
+int run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& nominal, json& doc) {
+  auto s = scenario::load_scenario(o.scenario, o.variants.front(), o.overrides);
+  scenario::Run probe(s, 1);
+  const std::string metric = o.metric.empty() ? nominal.front().results.metrics.front().first : o.metric;
+  if (!nominal.front().results.has(metric))
+    throw config::ConfigError(o.scenario, "--metric", fmt::format("the scenario has no metric '{}'", metric));
+  json ranges = json::array();
+  const std::vector<Input> inputs = uncertain_inputs(o, probe, s.platform.file, ranges);
+
+  const bool screening = !o.screen_sets.empty();
+  auto short_ov = o.overrides;
+  short_ov.insert(short_ov.end(), o.screen_sets.begin(), o.screen_sets.end());
+  const std::vector<RunOutput> screen_nominal = screening ? run_variants(o, short_ov) : std::vector<RunOutput>{};
+  std::vector<Outcome> outcomes(inputs.size());
+  auto run_input = [&](std::size_t i, bool full) {
+    outcomes[i].full = full;
+    outcomes[i].error.clear();
+    for (int b = 0; b < 2; ++b) {
+      auto ov = full ? o.overrides : short_ov;
+      const json& value = b == 0 ? inputs[i].low : inputs[i].high;
+      ov.push_back({inputs[i].path.rfind("params.", 0) == 0 ? inputs[i].path.substr(7) : inputs[i].path, text_of(value)});
+      try {
+        outcomes[i].at[b] = run_variants(o, ov);
+      } catch (const std::exception& e) {  // one input's failure (e.g. the watchdog) does not end the study
+        const std::string what = e.what();
+        outcomes[i].error = fmt::format("at {} ({}): {}", text_of(value), b == 0 ? "low" : "high",
+                                        what.substr(0, what.find('\n')));
+        outcomes[i].score = 0;
+        return;
+      }
+    }
+    outcomes[i].score = score_of(outcomes[i], full ? nominal : screen_nominal, metric);
+    if (!full) outcomes[i].screen_score = outcomes[i].score;
+  };
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!o.quiet)
+      std::cerr << fmt::format("\rsensitivity: {} {}/{} {}            ", screening ? "screening" : "input", i + 1,
+                               inputs.size(), inputs[i].path);
+    run_input(i, !screening);
+  }
+  std::vector<std::size_t> order(inputs.size());
+  std::iota(order.begin(), order.end(), 0);
+  auto by_score = [&](std::size_t a, std::size_t b) { return outcomes[a].score > outcomes[b].score; };
+  std::stable_sort(order.begin(), order.end(), by_score);
+  if (screening) {
+    const std::size_t n = std::min(order.size(), static_cast<std::size_t>(std::max(o.full_runs, 0)));
+    for (std::size_t k = 0; k < n; ++k) {
+      if (!o.quiet) std::cerr << fmt::format("\rsensitivity: full length {}/{} {}            ", k + 1, n, inputs[order[k]].path);
+      run_input(order[k], true);
+    }
+    // Full-length inputs first (by their full-length effect), then the screened ones.
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return outcomes[a].full != outcomes[b].full ? outcomes[a].full : by_score(a, b);
+    });
+  }
+  if (!o.quiet && !inputs.empty()) std::cerr << "\n";
+
+  json table = json::array(), listed = json::array(), full_names = json::array(), screened_names = json::array();
+  for (std::size_t i : order) {
+    const auto& out = outcomes[i];
+    const auto& ref = out.full ? nominal : screen_nominal;
+    const char* run = out.full ? "full" : "screen";
+    (out.full ? full_names : screened_names).push_back(inputs[i].path);
+    listed.push_back({{"param", inputs[i].path}, {"kind", input_kind_name(inputs[i].kind)}, {"low", inputs[i].low},
+                      {"high", inputs[i].high}, {"run", run}, {"score_pct", out.score}});
+    if (out.screen_score) listed.back()["screen_score_pct"] = *out.screen_score;
+    if (!out.error.empty()) {
+      listed.back()["error"] = out.error;
+      continue;
+    }
+    for (std::size_t vi = 0; vi < o.variants.size(); ++vi) {
+      const double lo = out.at[0][vi].results.get(metric), hi = out.at[1][vi].results.get(metric);
+      const double base = ref[vi].results.get(metric);
+      table.push_back({{"param", inputs[i].path}, {"kind", input_kind_name(inputs[i].kind)}, {"low", inputs[i].low},
+                       {"high", inputs[i].high}, {"metric", metric}, {"variant", o.variants[vi]}, {"value_low", lo},
+                       {"value_high", hi}, {"baseline_value", base}, {"change_low_pct", pct_json(pct(lo, base))},
+                       {"change_high_pct", pct_json(pct(hi, base))}, {"run", run}});
+    }
+  }
+  doc["sensitivity"] = table;
+  doc["inputs"] = listed;
+  doc["calibrated_ranges"] = {{"method", kCalibratedRangeMethod}, {"ranges", ranges}};
+  doc["screening"] = {{"screen_set", set_text(o.screen_sets)}, {"full_runs", o.full_runs},
+                      {"full_length", full_names}, {"screened_only", screened_names}};
+  doc["difference_range"] = difference_range(o, nominal, outcomes);
+  print_study(o, inputs, outcomes, order, nominal, screen_nominal, metric, ranges, doc["difference_range"]);
+  return static_cast<int>(std::count_if(outcomes.begin(), outcomes.end(), [](const auto& x) { return !x.error.empty(); }));
+}
+
+}  // namespace cohsim::cli

@@ -1,0 +1,232 @@
+// Sensitivity over every uncertain input: a calibrated parameter's range is
+// where its row holds; workload estimates are varied; screening runs the
+// inputs that move the result most at full length; a percent change from a
+// zero baseline is not defined.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "src/cli/sensitivity.hpp"
+#include "test_support.hpp"
+
+using namespace cohsim;
+using namespace cohsim::test;
+
+namespace {
+
+const std::string kC2c = source_path("configs/scenarios/c2c-kunpeng920.json");
+
+/// The provenance of `path` in a run of `scenario_file`.
+config::Provenance provenance_of(const std::string& scenario_file, const std::string& path) {
+  auto s = scenario::load_scenario(scenario_file, "", {});
+  scenario::Run run(s, 1);
+  for (const auto& p : run.registry().provenance())
+    if (p.path == path) return p;
+  FAIL("no provenance for " << path);
+  return {};
+}
+
+/// kp920.c2c.same-cluster's prediction with `param` at `value`, and whether it holds its tolerance.
+bool same_cluster_holds(const std::string& param, const json& value) {
+  const std::string v = value.get<std::string>();
+  const double ns = cli::run_scenario(kC2c, "", {{"cpu_a", "0"}, {"cpu_b", "1"}, {param, v}}, std::nullopt, false)
+                        .results.get("one_way_ns");
+  INFO(param << " = " << v << ": one_way_ns " << ns << " (measured 34.5, tolerance 10%)");
+  return std::fabs(100.0 * (ns - 34.5) / 34.5) <= 10.0;
+}
+
+double ns_of(const json& v) { return static_cast<double>(*sim::parse_time(v.get<std::string>())) / 1000.0; }
+
+/// A calibration file holding only kp920.c2c.same-cluster, changed by `edit`.
+std::string same_cluster_file(const TempDir& dir, const std::function<void(json&)>& edit) {
+  json cal = config::load_json_file(source_path("data/calibration.json"));
+  json row;
+  for (const auto& r : cal["rows"])
+    if (r["id"] == "kp920.c2c.same-cluster") row = r;
+  REQUIRE(row.value("tolerance_pct", 0.0) == 10.0);
+  edit(row);
+  return dir.write("calibration.json", json{{"rows", {row}}}.dump());
+}
+
+}  // namespace
+
+TEST_CASE("a calibrated parameter's range keeps its row within tolerance at both ends and takes it out just beyond",
+          "[sensitivity]") {
+  const std::string param = "platform.coherence.directory_latency";
+  const auto p = provenance_of(kC2c, param);
+  REQUIRE(p.calibration_rows() == std::vector<std::string>{"kp920.c2c.same-cluster"});
+  auto s = scenario::load_scenario(kC2c, "", {});
+  const auto r = cli::calibrated_range(p, s.platform.file, {source_path("data/calibration.json"), {}});
+  REQUIRE(r.rows == std::vector<std::string>{"kp920.c2c.same-cluster"});
+  REQUIRE(!r.low_outside.is_null());
+  REQUIRE(!r.high_outside.is_null());
+  CHECK(ns_of(r.low) < 15.7);
+  CHECK(ns_of(r.high) > 15.7);
+  CHECK(same_cluster_holds(param, r.low));
+  CHECK(same_cluster_holds(param, r.high));
+  CHECK_FALSE(same_cluster_holds(param, r.low_outside));
+  CHECK_FALSE(same_cluster_holds(param, r.high_outside));
+  // "just beyond": the search narrows each end to 1% of the nominal 15.7 ns
+  CHECK(ns_of(r.low) - ns_of(r.low_outside) <= 0.157 + 0.001);
+  CHECK(ns_of(r.high_outside) - ns_of(r.high) <= 0.157 + 0.001);
+}
+
+TEST_CASE("a calibrated parameter stops at its declared bound where its row still holds and says so", "[sensitivity]") {
+  TempDir dir;
+  const std::string cal = same_cluster_file(dir, [](json& row) { row["tolerance_pct"] = 1000.0; });
+  const auto p = provenance_of(kC2c, "platform.coherence.directory_latency");
+  auto s = scenario::load_scenario(kC2c, "", {});
+  const auto r = cli::calibrated_range(p, s.platform.file, {cal, {}});
+  CHECK(r.low == "0ns");  // a time's bound: it cannot be negative
+  CHECK(r.low_outside.is_null());
+  CHECK_THAT(r.note, Catch::Contains("low end: within tolerance at the declared bound"));
+  CHECK(!r.high_outside.is_null());
+}
+
+TEST_CASE("a calibrated parameter whose row misses at the nominal value is not varied", "[sensitivity]") {
+  TempDir dir;
+  const std::string cal = same_cluster_file(dir, [](json& row) { row["measured"] = 69.0; });
+  const auto p = provenance_of(kC2c, "platform.coherence.directory_latency");
+  auto s = scenario::load_scenario(kC2c, "", {});
+  const auto r = cli::calibrated_range(p, s.platform.file, {cal, {}});
+  CHECK(r.low.is_null());
+  CHECK(r.high.is_null());
+  CHECK_THAT(r.note, Catch::Contains("kp920.c2c.same-cluster misses its tolerance at the nominal value"));
+}
+
+TEST_CASE("a workload parameter declared as an estimate carries its plausible range and no other parameter does", "[sensitivity][config]") {
+  const auto p = provenance_of(source_path("configs/scenarios/ipi-kunpeng920.json"), "params.call_path_cycles");
+  CHECK(p.workload);
+  CHECK(p.estimate);
+  CHECK(p.range_low == 30);
+  CHECK(p.range_high == 120);
+  auto s = scenario::load_scenario(source_path("configs/scenarios/ipi-kunpeng920.json"), "", {});
+  scenario::Run run(s, 1);
+  std::set<std::string> workload_inputs;
+  for (const auto& q : run.registry().provenance())
+    if (q.workload) workload_inputs.insert(q.path);
+  CHECK(workload_inputs == std::set<std::string>{"params.call_path_cycles", "params.func_call_cycles",
+                                                 "params.idle_exit_cycles", "params.schedule_idle_cycles"});
+}
+
+TEST_CASE("a platform estimate whose range end is not a value of its kind is refused at load", "[sensitivity][config]") {
+  TempDir dir;
+  json platform = platform_json("kunpeng920");
+  platform["gic"]["dispatch"]["range"] = {"30ns", "1TiB"};
+  dir.write("p.json", platform.dump());
+  const std::string scen = dir.write("s.json", json{{"platform", "p.json"}, {"workload", "c2c"}}.dump());
+  auto s = scenario::load_scenario(scen, "", {});
+  CHECK_THROWS_WITH(scenario::Run(s, 1), Catch::Contains("platform.gic.dispatch") &&
+                                             Catch::Contains("range end \"1TiB\": expected a time"));
+}
+
+TEST_CASE("a percent change from a zero baseline is not defined and never 0 %", "[sensitivity]") {
+  CHECK_FALSE(cli::pct(5.0, 0.0).has_value());
+  CHECK_FALSE(cli::pct(0.0, 0.0).has_value());
+  CHECK(cli::pct(110.0, 100.0).value() == Approx(10.0));
+  CHECK(cli::pct_json(cli::pct(1.0, 0.0)).is_null());
+  CHECK(cli::pct_json(cli::pct(90.0, 100.0)) == Approx(-10.0));
+}
+
+TEST_CASE("sensitivity varies workload estimates and when screening runs the five inputs that move the result most "
+          "at full length", "[sensitivity][cli]") {
+  TempDir dir;
+  dir.write("p.json", platform_json("kunpeng920").dump());  // a copy: the calibration rows run on the shipped file
+  json scen = config::load_json_file(source_path("configs/scenarios/ipi-kunpeng920.json"));
+  scen["platform"] = "p.json";
+  scen["params"]["rounds"] = 2;
+  scen["params"]["warmup_rounds"] = 0;
+  scen["params"]["targets"] = "1,24";
+  const std::string s = dir.write("s.json", scen.dump());
+  const std::string out = dir.file("out.json");
+  auto r = run_cli("sensitivity " + quoted(s) + " --screen-set rounds=1 --json " + quoted(out) + " -q");
+  REQUIRE(r.exit_code == 0);
+  const json doc = config::load_json_file(out);
+  CHECK_THAT(r.output, Catch::Contains("screened: all") && Catch::Contains("run at full length: the 5"));
+  CHECK_THAT(r.output, Catch::Contains("csd_wait_spurious_wakeups_per_call") && Catch::Contains("n/a"));
+  // workload estimates are inputs of their own kind, and they move the result
+  bool call_path_moves = false;
+  for (const auto& e : doc["sensitivity"])
+    if (e["param"] == "params.call_path_cycles") {
+      CHECK(e["kind"] == "workload estimate");
+      CHECK(e["low"] == 30);
+      CHECK(e["high"] == 120);
+      call_path_moves = call_path_moves || e["value_low"] != e["value_high"];
+    }
+  CHECK(call_path_moves);
+  // calibrated numbers of a platform copy: their rows run on the shipped file, so they are not varied
+  REQUIRE(!doc["calibrated_ranges"]["ranges"].empty());
+  for (const auto& c : doc["calibrated_ranges"]["ranges"]) CHECK_THAT(c["note"].get<std::string>(), Catch::Contains("run on other platforms"));
+  // the five full-length inputs are the ones that moved most in the screening runs
+  REQUIRE(doc["screening"]["full_length"].size() == 5);
+  double least_full = 1e300, most_screened = 0;
+  for (const auto& in : doc["inputs"]) {
+    if (in["run"] == "full") least_full = std::min(least_full, in["screen_score_pct"].get<double>());
+    else most_screened = std::max(most_screened, in["score_pct"].get<double>());
+  }
+  CHECK(least_full >= most_screened);
+  CHECK(least_full > 0);
+  const double full_nominal = doc["runs"][0]["metrics"]["ns_per_call"].get<double>();
+  for (const auto& e : doc["sensitivity"])
+    if (e["variant"] == "wmb") CHECK((e["run"] == "full") == (e["baseline_value"].get<double>() == full_nominal));
+}
+
+TEST_CASE("an input whose run fails is reported as failed and the study goes on with the others and exits 1",
+          "[sensitivity][cli]") {
+  TempDir dir;
+  json platform = platform_json("kunpeng920");
+  // 3 does not divide the 2 sockets: the run at the high end fails after load
+  platform["topology"]["sockets_per_group"] = {{"value", 2}, {"source", "estimate: test"}, {"range", {2, 3}}};
+  dir.write("p.json", platform.dump());
+  json scen = {{"platform", "p.json"}, {"workload", "c2c"}, {"params", {{"rounds", 5}, {"warmup", 0}}}};
+  const std::string s = dir.write("s.json", scen.dump());
+  const std::string out = dir.file("out.json");
+  auto r = run_cli("sensitivity " + quoted(s) + " --json " + quoted(out) + " -q");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("FAILED: at 3 (high)") && Catch::Contains("must divide the 2 sockets"));
+  const json doc = config::load_json_file(out);
+  int failed = 0, ran = 0;
+  for (const auto& in : doc["inputs"]) (in.contains("error") ? failed : ran) += 1;
+  CHECK(failed == 1);
+  CHECK(ran > 10);
+  for (const auto& e : doc["sensitivity"]) CHECK(e["param"] != "platform.topology.sockets_per_group");
+}
+
+TEST_CASE("calibrated ranges are written to the output and an earlier output's ranges are reused", "[sensitivity][cli]") {
+  TempDir dir;
+  const std::string cal = same_cluster_file(dir, [](json&) {});
+  const std::string first = dir.file("first.json"), second = dir.file("second.json");
+  const std::string args = "sensitivity " + quoted(kC2c) + " --set rounds=20 --set warmup=0 -q --calibration " + quoted(cal);
+  REQUIRE(run_cli(args + " --json " + quoted(first)).exit_code == 0);
+  auto again = run_cli(args + " --ranges " + quoted(first) + " --json " + quoted(second));
+  REQUIRE(again.exit_code == 0);
+  const json a = config::load_json_file(first)["calibrated_ranges"], b = config::load_json_file(second)["calibrated_ranges"];
+  CHECK_THAT(a["method"].get<std::string>(), Catch::Contains("bisection"));
+  int varied = 0;
+  REQUIRE(a["ranges"].size() == b["ranges"].size());
+  for (std::size_t i = 0; i < a["ranges"].size(); ++i) {
+    const auto &x = a["ranges"][i], &y = b["ranges"][i];
+    INFO(x["param"] << ": " << x["note"]);
+    if (x["low"].is_null()) {  // only the rows in the file pin a range
+      CHECK_THAT(x["note"].get<std::string>(), Catch::Contains("are not in"));
+      continue;
+    }
+    ++varied;
+    CHECK(x["rows"] == json{"kp920.c2c.same-cluster"});
+    CHECK(y["low"] == x["low"]);
+    CHECK(y["high"] == x["high"]);
+    CHECK_THAT(y["note"].get<std::string>(), Catch::Contains("reused from " + first));
+  }
+  CHECK(varied == 2);  // interconnect.cluster.latency and coherence.directory_latency
+}
+
+TEST_CASE("sensitivity options without a study or with a negative count are refused with exit 2", "[sensitivity][cli]") {
+  auto screen_without_study = run_cli("compare " + quoted(kC2c) + " --screen-set rounds=5");
+  CHECK(screen_without_study.exit_code == 2);
+  CHECK_THAT(screen_without_study.output, Catch::Contains("these belong to --sensitivity"));
+  auto negative = run_cli("sensitivity " + quoted(kC2c) + " --full-runs -2");
+  CHECK(negative.exit_code == 2);
+  CHECK_THAT(negative.output, Catch::Contains("--full-runs: -2: must be 0 or more"));
+}
