@@ -252,7 +252,7 @@ TEST_CASE("a write waits for the shared fills in flight, and readers after it do
   };
   for (int i = 0; i < 4; ++i) read(48 + i, t0, early[i], &early_done[i]);
   for (int i = 4; i < 8; ++i) read(i, t0 + 45 * kNs, early[i], &early_done[i]);
-  spawn_at(r.sim, t0 + 60 * kNs, [&r, &write_done, x]() -> Task<void> {
+  spawn_at(r.sim, t0 + 55 * kNs, [&r, &write_done, x]() -> Task<void> {
     co_await r.cpu(8).store(x, 8, 2);
     co_await r.cpu(8).drain_store_buffer();
     write_done = r.sim.now();

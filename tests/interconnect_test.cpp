@@ -16,9 +16,19 @@ namespace {
 
 Tick lat(const fabric::Interconnect& icn, HopClass c) { return icn.cost(c).latency; }
 
+/// The hop classes a path walks, one entry per hop (a ring's segments count once).
 std::vector<HopClass> classes_of(fabric::Interconnect& icn, int a, int b) {
   std::vector<HopClass> out;
-  for (int id : icn.path(a, b).links) out.push_back(icn.links()[static_cast<std::size_t>(id)].cls);
+  for (const auto& step : icn.path(a, b).steps)
+    if (out.empty() || out.back() != step.cls || step.cls != HopClass::die) out.push_back(step.cls);
+  return out;
+}
+
+/// Link names of a path's steps that hold a link.
+std::vector<std::string> links_of(fabric::Interconnect& icn, int a, int b) {
+  std::vector<std::string> out;
+  for (const auto& step : icn.path(a, b).steps)
+    if (step.link >= 0) out.push_back(icn.links()[static_cast<std::size_t>(step.link)].name);
   return out;
 }
 
@@ -28,20 +38,52 @@ TEST_CASE("kunpeng920 paths walk the hops of their class and cost their sum unlo
   Rig r(platform_json());
   auto& icn = *r.icn;
   using V = std::vector<HopClass>;
+  const Tick die = lat(icn, HopClass::die);
   CHECK(classes_of(icn, 0, 1) == V{HopClass::cluster});
   CHECK(classes_of(icn, 0, 8) == V{HopClass::die});
-  CHECK(classes_of(icn, 0, 24) == V{HopClass::die, HopClass::cross_die});
-  CHECK(classes_of(icn, 0, 48) == V{HopClass::die, HopClass::socket});  // dies 0 and 2 are the socket gateways
-  CHECK(classes_of(icn, 24, 72) == V{HopClass::die, HopClass::cross_die, HopClass::socket, HopClass::cross_die});
+  // A path between dies crosses the source die's ring, the link, and the destination die's ring.
+  CHECK(classes_of(icn, 0, 24) == V{HopClass::die, HopClass::cross_die, HopClass::die});
+  CHECK(classes_of(icn, 0, 48) == V{HopClass::die, HopClass::socket, HopClass::die});  // dies 0 and 2 are the gateways
+  // Passing through a gateway die crosses its ring too.
+  CHECK(classes_of(icn, 24, 72) == V{HopClass::die, HopClass::cross_die, HopClass::die, HopClass::socket, HopClass::die,
+                                     HopClass::cross_die, HopClass::die});
   CHECK(icn.latency(0, 1) == lat(icn, HopClass::cluster));
-  CHECK(icn.latency(0, 8) == lat(icn, HopClass::die));
-  CHECK(icn.latency(0, 24) == lat(icn, HopClass::die) + lat(icn, HopClass::cross_die));
-  CHECK(icn.latency(0, 48) == lat(icn, HopClass::die) + lat(icn, HopClass::socket));
+  CHECK(icn.latency(0, 8) == die);
+  CHECK(icn.latency(0, 20) == die);  // a ring crossing costs the die latency whatever its length
+  CHECK(icn.latency(0, 24) == 2 * die + lat(icn, HopClass::cross_die));
+  CHECK(icn.latency(0, 48) == 2 * die + lat(icn, HopClass::socket));
   CHECK(icn.path(0, 24).widest == HopClass::cross_die);
   CHECK(icn.path(0, 48).widest == HopClass::socket);
   // A CPU reaches its own node's home over its die's ring.
-  CHECK(icn.latency(0, icn.home_endpoint(0)) == lat(icn, HopClass::die));
-  CHECK(icn.latency(30, icn.home_endpoint(0)) == lat(icn, HopClass::die) + lat(icn, HopClass::cross_die));
+  CHECK(icn.latency(0, icn.home_endpoint(0)) == die);
+  CHECK(icn.latency(30, icn.home_endpoint(0)) == 2 * die + lat(icn, HopClass::cross_die));
+}
+
+TEST_CASE("a die ring is a set of segments: a message crosses those between its stops, the shorter way round",
+          "[interconnect]") {
+  Rig r(platform_json());
+  auto& icn = *r.icn;
+  REQUIRE(icn.die_network().stops == 8);
+  // Clusters 0..5 of die 0 sit at stops 0, 1, 2, 4, 5, 6; the home agent at stop 0.
+  using S = std::vector<std::string>;
+  CHECK(links_of(icn, 0, 8) == S{"die0.cw0", "die0.cw1"});
+  CHECK(links_of(icn, 8, 0) == S{"die0.ccw2", "die0.ccw1"});
+  CHECK(links_of(icn, 20, icn.home_endpoint(0)) == S{"die0.cw6", "die0.cw7"});  // 2 segments clockwise, not 6
+  CHECK(links_of(icn, 0, icn.home_endpoint(0)).empty());                       // the same stop: no segment
+  CHECK(links_of(icn, 0, 48) == S{"qpi0>1"});
+  CHECK(links_of(icn, 48, 0) == S{"qpi1>0"});
+}
+
+TEST_CASE("an x86 mesh die routes X then Y over its segments", "[interconnect]") {
+  Rig r(platform_json("skylake-sp-2s"));
+  auto& icn = *r.icn;
+  REQUIRE(icn.die_network().mesh);
+  REQUIRE(icn.die_network().columns == 5);
+  // 16 cores over 25 stops: core 15 sits at stop 15 * 25 / 16 = 23, column 3 of row 4.
+  const auto segments = links_of(icn, 0, 15);
+  CHECK(segments == std::vector<std::string>{"die0.e0,0", "die0.e1,0", "die0.e2,0", "die0.s3,0", "die0.s3,1",
+                                             "die0.s3,2", "die0.s3,3"});
+  CHECK(icn.latency(0, 15) == lat(icn, HopClass::die));
 }
 
 TEST_CASE("a busy link delays the next message by its occupancy", "[interconnect]") {
@@ -56,9 +98,110 @@ TEST_CASE("a busy link delays the next message by its occupancy", "[interconnect
   CHECK(third == first + 2 * occ);
   const Tick after = icn.send(0, 1, t + 3 * occ);  // the link is free again: no wait
   CHECK(after == t + 3 * occ + lat(icn, HopClass::cluster));
-  // Over several hops the narrowest link (the socket link) sets the spacing.
-  const Tick far1 = icn.send(0, 48, 2 * t), far2 = icn.send(0, 48, 2 * t);
-  CHECK(far2 - far1 == icn.cost(HopClass::socket).occupancy);
+}
+
+TEST_CASE("a message sent now is not delayed by one booked for later", "[interconnect]") {
+  Rig r(platform_json());
+  auto& icn = *r.icn;
+  const Tick occ = icn.cost(HopClass::cluster).occupancy, l = lat(icn, HopClass::cluster);
+  const Tick t = 1000 * sim::kNs;
+  icn.send(0, 1, t + 100 * sim::kNs);  // e.g. a DRAM fill on its way back
+  CHECK(icn.send(0, 1, t) == t + l);
+  // A gap too short for a whole occupancy is skipped: the message goes after the later booking.
+  icn.send(0, 1, t + 200 * sim::kNs + occ / 2);
+  CHECK(icn.send(0, 1, t + 200 * sim::kNs) == t + 200 * sim::kNs + occ / 2 + occ + l);
+  // Across sockets too: the socket link's later bookings leave its earlier slots free.
+  for (int i = 0; i < 3; ++i) icn.send(0, 48, t + 500 * sim::kNs);
+  CHECK(icn.send(0, 48, t + 300 * sim::kNs) == t + 300 * sim::kNs + icn.latency(0, 48));
+  const auto& cluster_link = icn.links()[static_cast<std::size_t>(icn.path(0, 1).steps[0].link)];
+  CHECK(cluster_link.queued == occ / 2 + occ);
+  CHECK(cluster_link.max_queued == occ / 2 + occ);
+}
+
+TEST_CASE("two messages ready together on one link are spaced by the occupancy", "[interconnect]") {
+  Rig r(platform_json());
+  auto& icn = *r.icn;
+  const Tick t = 1000 * sim::kNs;
+  // Cluster bus, ring segment (CPUs 4 and 5 of cluster 1 both send to cluster 2), and the die-to-die link.
+  const Tick bus1 = icn.send(0, 1, t), bus2 = icn.send(2, 3, t);
+  CHECK(bus2 - bus1 == icn.cost(HopClass::cluster).occupancy);
+  const Tick ring1 = icn.send(4, 8, t), ring2 = icn.send(5, 9, t);
+  CHECK(ring2 - ring1 == icn.cost(HopClass::die).occupancy);
+  const Tick xdie1 = icn.send(0, 24, 2 * t), xdie2 = icn.send(1, 25, 2 * t);
+  CHECK(xdie2 - xdie1 == icn.cost(HopClass::cross_die).occupancy);
+  // Segments the first message does not cross are free for the second.
+  icn.send(4, 8, 3 * t);
+  CHECK(icn.send(16, 20, 3 * t) == 3 * t + icn.latency(16, 20));
+}
+
+TEST_CASE("opposite directions of a link do not block each other", "[interconnect]") {
+  json doc = platform_json();
+  doc["interconnect"]["socket"]["ports"]["value"] = 1;  // one port: only the direction keeps them apart
+  Rig r(doc);
+  auto& icn = *r.icn;
+  const Tick t = 1000 * sim::kNs;
+  for (auto [a, b] : {std::pair{0, 48}, std::pair{0, 24}, std::pair{4, 8}}) {
+    INFO(a << " <-> " << b);
+    CHECK(icn.send(a, b, t) == t + icn.latency(a, b));
+    CHECK(icn.send(b, a, t) == t + icn.latency(b, a));
+  }
+}
+
+TEST_CASE("a saturated link carries one message per occupancy, whatever order they are sent in", "[interconnect]") {
+  Rig r(platform_json());
+  auto& icn = *r.icn;
+  const Tick occ = icn.cost(HopClass::cluster).occupancy, l = lat(icn, HopClass::cluster);
+  const int n = 1000;
+  // Offered twice as fast as the link drains, in time order and latest-first
+  // (later bookings must not hold earlier slots): back to back either way.
+  for (const bool latest_first : {false, true}) {
+    INFO("latest first: " << latest_first);
+    const Tick t0 = (latest_first ? 10000 : 1000) * sim::kNs;
+    std::vector<Tick> arrivals;
+    for (int k = 0; k < n; ++k) {
+      const int i = latest_first ? n - 1 - k : k;
+      arrivals.push_back(icn.send(0, 1, t0 + static_cast<Tick>(i) * occ / 2));
+    }
+    std::sort(arrivals.begin(), arrivals.end());
+    CHECK(arrivals.front() >= t0 + l);
+    CHECK(arrivals.front() < t0 + l + occ);  // the first slot is taken within one occupancy of the first ready time
+    CHECK(arrivals.back() - arrivals.front() == static_cast<Tick>(n - 1) * occ);  // throughput = 1 / occupancy
+    for (std::size_t i = 1; i < arrivals.size(); ++i) REQUIRE(arrivals[i] - arrivals[i - 1] == occ);
+  }
+}
+
+TEST_CASE("a multi-port link carries port-count messages at once", "[interconnect]") {
+  for (const int ports : {1, 3}) {
+    json doc = platform_json();
+    doc["interconnect"]["socket"]["ports"]["value"] = ports;
+    Rig r(doc);
+    auto& icn = *r.icn;
+    REQUIRE(icn.ports(HopClass::socket) == ports);
+    REQUIRE(links_of(icn, 0, 48) == std::vector<std::string>{"qpi0>1"});
+    const Tick t = 1000 * sim::kNs, occ = icn.cost(HopClass::socket).occupancy;
+    std::vector<Tick> arrivals;
+    for (int i = 0; i < 2 * ports; ++i) arrivals.push_back(icn.send(0, 48, t));
+    for (int i = 0; i < 2 * ports; ++i) {
+      INFO("ports " << ports << ", message " << i);
+      CHECK(arrivals[static_cast<std::size_t>(i)] == t + icn.latency(0, 48) + static_cast<Tick>(i / ports) * occ);
+    }
+  }
+}
+
+TEST_CASE("a link forgets bookings that ended before the current time", "[interconnect]") {
+  Rig r(platform_json());
+  auto& icn = *r.icn;
+  const int n = 5000;
+  spawn_at(r.sim, 0, [&]() -> Task<void> {
+    for (int i = 0; i < n; ++i) {
+      icn.send(0, 1, r.sim.now());
+      co_await r.sim.delay(10 * sim::kNs);  // bookings 0.8 ns long, 10 ns apart: none merge
+    }
+  });
+  r.run();
+  const auto& link = icn.links()[static_cast<std::size_t>(icn.path(0, 1).steps[0].link)];
+  CHECK(link.messages == static_cast<std::uint64_t>(n));
+  CHECK(link.ports[0].bookings() <= 1);
 }
 
 namespace {
@@ -111,6 +254,28 @@ TEST_CASE("the contention report counts every transfer of a two-CPU ping-pong ex
   CHECK(flag["invalidations"] == 0);
   CHECK(flag["memory_reads"] == 1);
   CHECK(flag["cores"] == json{0, pair.first});
+}
+
+TEST_CASE("the link report gives each busy link's messages, utilisation and queueing", "[interconnect][contention]") {
+  const int rounds = 50;
+  auto out = cli::run_scenario(source_path("configs/scenarios/c2c-kunpeng920.json"), "",
+                               {{"cpu_b", "48"}, {"rounds", std::to_string(rounds)}, {"warmup", "0"}}, std::nullopt, false);
+  const auto& links = out.doc["links"];
+  REQUIRE(!links.empty());
+  const double window_ns = out.doc["host"]["simulated_ns"].get<double>();
+  bool saw_both_directions = false;
+  for (const auto& l : links) {
+    INFO(l.dump());
+    const double occupancy_ns = l["class"] == "socket" ? 2.1 : l["class"] == "die" ? 0.8 : 1.5;
+    CHECK(l["busy_ns"].get<double>() == Approx(l["messages"].get<double>() * occupancy_ns));
+    CHECK(l["utilisation"].get<double>() ==
+          Approx(l["busy_ns"].get<double>() / (window_ns * l["ports"].get<double>())));
+    CHECK(l["queue_mean_ns"].get<double>() <= l["queue_max_ns"].get<double>());
+    if (l["link"] == "qpi1>0") saw_both_directions = true;
+  }
+  CHECK(links[0]["link"].get<std::string>().rfind("qpi", 0) == 0);  // the ping-pong's busiest link crosses the sockets
+  CHECK(links[0]["ports"] == 3);
+  CHECK(saw_both_directions);
 }
 
 TEST_CASE("the spinlock workload runs every critical section once; ticket and queued locks take turns", "[spinlock]") {

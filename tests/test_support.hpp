@@ -80,7 +80,7 @@ struct Rig {
       : doc(std::move(platform)) {
     config::Reader root(&doc, "test-platform.json", "platform", &registry, /*sourced=*/true);
     topo = std::make_unique<topo::Topology>(root.section("topology", ""));
-    icn = std::make_unique<fabric::Interconnect>(root.section("interconnect", ""), *topo);
+    icn = std::make_unique<fabric::Interconnect>(root.section("interconnect", ""), *topo, sim);
     fabric::FabricParams fp(root.section("caches", ""), root.section("coherence", ""), root.section("memory", ""));
     mem = std::make_unique<fabric::MemoryMap>(topo->node_count(), fp.node_capacity);
     fab = std::make_unique<fabric::Fabric>(fp, sim, *icn, *mem, seed, cache_table, dir_table);

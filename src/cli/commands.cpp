@@ -220,6 +220,17 @@ int cmd_run(const std::vector<std::string>& args) {
                                  l["wait_ns"].get<double>());
       }
     }
+    if (out.doc.contains("links") && !out.doc["links"].empty()) {
+      std::cout << "\nbusiest links (utilisation of the run, messages, queueing mean / max)\n";
+      int shown = 0;
+      for (const auto& l : out.doc["links"]) {
+        if (++shown > 5) break;
+        std::cout << fmt::format("  {:<16} {:<10} {:5.1f}%  {:>9} msgs  queue {:.2f} / {:.1f} ns\n",
+                                 l["link"].get<std::string>(), l["class"].get<std::string>(),
+                                 100 * l["utilisation"].get<double>(), l["messages"].get<std::uint64_t>(),
+                                 l["queue_mean_ns"].get<double>(), l["queue_max_ns"].get<double>());
+      }
+    }
     std::cout << fmt::format("\nhost: {:.2f} s, {} events ({:.3g} events/s), {} simulated\n",
                              out.doc["host"]["wall_s"].get<double>(), out.doc["host"]["events"].get<std::uint64_t>(),
                              out.doc["host"]["events_per_s"].get<double>(),

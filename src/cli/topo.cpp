@@ -57,7 +57,7 @@ int cmd_topo(const std::vector<std::string>& args) {
     if (from >= 0) {
       const auto& p = icn.path(from, to);
       json hops = json::array();
-      for (int l : p.links) hops.push_back(icn.links()[static_cast<std::size_t>(l)].name);
+      for (const auto& step : p.steps) hops.push_back(icn.step_name(step));
       out["path"] = {{"from", from}, {"to", to}, {"class", topo::hop_class_name(t.hop_class(from, to))},
                      {"links", hops}, {"one_way_ns", sim::to_ns(p.latency)}};
     }
@@ -94,8 +94,7 @@ int cmd_topo(const std::vector<std::string>& args) {
   if (from >= 0) {
     const auto& p = icn.path(from, to);
     std::cout << fmt::format("\npath CPU {} -> CPU {} ({}): ", from, to, topo::hop_class_name(t.hop_class(from, to)));
-    for (std::size_t i = 0; i < p.links.size(); ++i)
-      std::cout << (i ? " -> " : "") << icn.links()[static_cast<std::size_t>(p.links[i])].name;
+    for (std::size_t i = 0; i < p.steps.size(); ++i) std::cout << (i ? " -> " : "") << icn.step_name(p.steps[i]);
     std::cout << fmt::format("  = {:.1f} ns unloaded\n", sim::to_ns(p.latency));
   }
   std::cout << "\nparameters (value, source)\n";

@@ -19,8 +19,10 @@ const char* hop_doc(HopClass c) {
 }
 }  // namespace
 
-Interconnect::Interconnect(config::Reader r, const topo::Topology& topo) : topo_(topo) {
+Interconnect::Interconnect(config::Reader r, const topo::Topology& topo, const sim::Simulator& sim)
+    : topo_(topo), sim_(sim) {
   using config::Spec;
+  ports_.fill(1);
   for (int i = 0; i < topo::kHopClasses; ++i) {
     auto c = static_cast<HopClass>(i);
     const bool exists = topo.hop_class_exists(c);
@@ -33,7 +35,15 @@ Interconnect::Interconnect(config::Reader r, const topo::Topology& topo) : topo_
     costs_[static_cast<std::size_t>(i)].latency =
         h.time("latency", Spec{.doc = "one-way latency of one message over this hop", .min = 1, .max = 1e7});
     costs_[static_cast<std::size_t>(i)].occupancy = h.time(
-        "occupancy", Spec{.doc = "time one message holds the link (later messages queue behind it)", .max = 1e7});
+        "occupancy", Spec{.doc = "time one message holds a link of this class (a ring or mesh: each segment it "
+                                 "crosses); later messages take the next free slot",
+                          .max = 1e7});
+    if (c == HopClass::die) read_die_network(h);
+    if (c == HopClass::cross_die || c == HopClass::socket || c == HopClass::node_controller)
+      ports_[static_cast<std::size_t>(i)] = static_cast<int>(h.integer(
+          "ports", Spec{.doc = "parallel ports of each link of this class, per direction (a message takes whichever "
+                               "is free first)",
+                        .min = 1, .max = 64}));
   }
   for (int c = 0; c < topo.cpu_count(); ++c) {
     const auto& p = topo.cpu(c);
@@ -47,6 +57,24 @@ Interconnect::Interconnect(config::Reader r, const topo::Topology& topo) : topo_
   paths_.assign(path_stride_ * path_stride_, Path{});
 }
 
+void Interconnect::read_die_network(config::Reader& die) {
+  using config::Spec;
+  const std::string shape =
+      die.choice("shape", Spec{.doc = "the die's on-chip network: a bidirectional ring of stops, or a mesh routed X "
+                                      "then Y; the home agent, gateway and devices sit at stop 0, a die's cores (or "
+                                      "clusters) spread evenly over the stops",
+                               .choices = {"ring", "mesh"}});
+  die_net_.mesh = shape == "mesh";
+  die_net_.stops = static_cast<int>(
+      die.integer("stops", Spec{.doc = "stops of one die's ring or mesh (a mesh: columns x rows)", .min = 1, .max = 4096}));
+  if (die_net_.mesh || die.schema_mode())
+    die_net_.columns = static_cast<int>(die.integer(
+        "columns", Spec{.doc = "mesh columns of one die (a mesh only): stop i sits at column i % columns, row i / columns",
+                        .min = 1, .max = 64}));
+  die_net_.stops = std::max(die_net_.stops, 1);  // schema mode reads zeros
+  die_net_.columns = std::max(die_net_.columns, 1);
+}
+
 int Interconnect::add_device(const std::string& name, int socket) {
   endpoints_.push_back({socket, socket * topo_.dies_per_socket() + topo_.gateway_die(), -1, -1, name});
   path_stride_ = endpoints_.size();
@@ -54,24 +82,73 @@ int Interconnect::add_device(const std::string& name, int socket) {
   return static_cast<int>(endpoints_.size()) - 1;
 }
 
+int Interconnect::stop_of(const Endpoint& e) const {
+  if (e.core_global < 0) return 0;
+  // Clusters of a die attach at one stop each; a die without clusters attaches its cores.
+  const bool by_cluster = topo_.clusters_per_die() > 1;
+  const int units = by_cluster ? topo_.clusters_per_die() : topo_.cores_per_cluster();
+  const int unit = by_cluster ? e.cluster_global % units : e.core_global % units;
+  return unit * die_net_.stops / units;
+}
+
+std::string Interconnect::step_name(const Step& s) const {
+  if (s.link >= 0) return links_[static_cast<std::size_t>(s.link)].name;
+  return fmt::format("{} network at one stop", topo::hop_class_name(s.cls));
+}
+
 int Interconnect::link_id(HopClass c, const std::string& name) {
   auto [it, inserted] = link_ids_.try_emplace(name, static_cast<int>(links_.size()));
-  if (inserted) links_.push_back(Link{c, name});
+  if (inserted) {
+    links_.push_back(Link{c, name});
+    links_.back().ports.resize(static_cast<std::size_t>(ports(c)));
+  }
   return it->second;
 }
 
 void Interconnect::add_hop(Path& p, HopClass c, const std::string& name) {
-  p.links.push_back(link_id(c, name));
+  p.steps.push_back({link_id(c, name), c, cost(c).latency});
   p.latency += cost(c).latency;
   p.widest = std::max(p.widest, c);
+}
+
+void Interconnect::cross_die_network(Path& p, int die, int from, int to) {
+  std::vector<std::string> segments;
+  if (die_net_.mesh) {
+    const int cols = die_net_.columns;
+    int x = from % cols, y = from / cols;
+    const int tx = to % cols, ty = to / cols;
+    for (; x != tx; x += x < tx ? 1 : -1) segments.push_back(fmt::format("die{}.{}{},{}", die, x < tx ? "e" : "w", x, y));
+    for (; y != ty; y += y < ty ? 1 : -1) segments.push_back(fmt::format("die{}.{}{},{}", die, y < ty ? "s" : "n", x, y));
+  } else {
+    const int n = die_net_.stops;
+    const int clockwise = (to - from + n) % n;
+    const bool cw = clockwise <= n - clockwise;
+    const int count = cw ? clockwise : n - clockwise;
+    for (int i = 0, s = from; i < count; ++i, s = (s + (cw ? 1 : n - 1)) % n)
+      segments.push_back(fmt::format("die{}.{}{}", die, cw ? "cw" : "ccw", s));
+  }
+  const Tick total = cost(HopClass::die).latency;
+  p.latency += total;
+  p.widest = std::max(p.widest, HopClass::die);
+  if (segments.empty()) {
+    p.steps.push_back({-1, HopClass::die, total});
+    return;
+  }
+  // The unloaded crossing costs the die latency whatever its length; each
+  // segment holds the message for an equal share of it.
+  const Tick share = total / static_cast<Tick>(segments.size());
+  for (std::size_t i = 0; i < segments.size(); ++i)
+    p.steps.push_back({link_id(HopClass::die, segments[i]), HopClass::die,
+                       i + 1 < segments.size() ? share : total - share * static_cast<Tick>(segments.size() - 1)});
 }
 
 void Interconnect::route_dies(Path& p, const Endpoint& a, const Endpoint& b) {
   const int dps = topo_.dies_per_socket();
   const int gw = topo_.gateway_die();
+  // Between two dies of one socket; passing through the gateway die crosses its network.
   auto cross = [&](int socket, int d1, int d2) {
     if (d1 == d2) return;
-    add_hop(p, HopClass::cross_die, fmt::format("xdie{}.{}-{}", socket, std::min(d1, d2), std::max(d1, d2)));
+    add_hop(p, HopClass::cross_die, fmt::format("xdie{}.{}>{}", socket, d1, d2));
   };
   const int da = a.die_global % dps, db = b.die_global % dps;
   if (a.socket == b.socket) {
@@ -79,16 +156,17 @@ void Interconnect::route_dies(Path& p, const Endpoint& a, const Endpoint& b) {
     return;
   }
   cross(a.socket, da, gw);
+  if (da != gw) cross_die_network(p, a.socket * dps + gw, 0, 0);
   const int spg = topo_.sockets_per_group();
   const int ga = a.socket / spg, gb = b.socket / spg;
   if (ga == gb) {
-    add_hop(p, HopClass::socket,
-            fmt::format("qpi{}-{}", std::min(a.socket, b.socket), std::max(a.socket, b.socket)));
+    add_hop(p, HopClass::socket, fmt::format("qpi{}>{}", a.socket, b.socket));
   } else {
-    add_hop(p, HopClass::socket, fmt::format("qpi{}-nc{}", a.socket, ga));
-    add_hop(p, HopClass::node_controller, fmt::format("nc{}-{}", std::min(ga, gb), std::max(ga, gb)));
-    add_hop(p, HopClass::socket, fmt::format("qpi{}-nc{}", b.socket, gb));
+    add_hop(p, HopClass::socket, fmt::format("qpi{}>nc{}", a.socket, ga));
+    add_hop(p, HopClass::node_controller, fmt::format("nc{}>{}", ga, gb));
+    add_hop(p, HopClass::socket, fmt::format("nc{}>qpi{}", gb, b.socket));
   }
+  if (db != gw) cross_die_network(p, b.socket * dps + gw, 0, 0);
   cross(b.socket, gw, db);
 }
 
@@ -100,26 +178,46 @@ const Interconnect::Path& Interconnect::path(int a, int b) {
     add_hop(p, HopClass::smt, fmt::format("core{}", x.core_global));
   } else if (x.cluster_global >= 0 && x.cluster_global == y.cluster_global && topo_.clusters_per_die() > 1) {
     add_hop(p, HopClass::cluster, fmt::format("cluster{}", x.cluster_global));
+  } else if (x.die_global == y.die_global) {
+    cross_die_network(p, x.die_global, stop_of(x), stop_of(y));
   } else {
-    add_hop(p, HopClass::die, fmt::format("die{}", x.die_global));
-    if (x.die_global != y.die_global) route_dies(p, x, y);
+    // Out of the source die at its gateway stop, into the destination die at its own.
+    cross_die_network(p, x.die_global, stop_of(x), 0);
+    route_dies(p, x, y);
+    cross_die_network(p, y.die_global, 0, stop_of(y));
   }
   p.valid = true;
   return p;
 }
 
+Tick Interconnect::reserve(Link& l, Tick ready) {
+  const Tick occupancy = cost(l.cls).occupancy;
+  ++l.messages;
+  if (occupancy == 0) return ready;
+  const Tick now = sim_.now();
+  LinkTimeline* port = nullptr;
+  Tick start = 0;
+  for (LinkTimeline& candidate : l.ports) {
+    candidate.forget_before(now);
+    const Tick s = candidate.earliest(ready, occupancy);
+    if (!port || s < start) {
+      port = &candidate;
+      start = s;
+    }
+  }
+  port->book(start, occupancy);
+  l.busy += occupancy;
+  l.queued += start - ready;
+  l.max_queued = std::max(l.max_queued, start - ready);
+  return start;
+}
+
 Tick Interconnect::send(int a, int b, Tick at) {
   const Path& p = path(a, b);
   Tick t = at;
-  for (int id : p.links) {
-    Link& l = links_[static_cast<std::size_t>(id)];
-    const HopCost& c = cost(l.cls);
-    Tick start = std::max(t, l.free_at);
-    l.queued += start - t;
-    l.free_at = start + c.occupancy;
-    l.busy += c.occupancy;
-    ++l.messages;
-    t = start + c.latency;
+  for (const Step& s : p.steps) {
+    if (s.link >= 0) t = reserve(links_[static_cast<std::size_t>(s.link)], t);
+    t += s.latency;
   }
   return t;
 }

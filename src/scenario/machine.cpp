@@ -22,7 +22,7 @@ Machine::Machine(const PlatformDoc& platform, std::uint64_t seed, config::Regist
                               fmt::format("{} cores (sockets x dies_per_socket x clusters_per_die x cores_per_cluster): "
                                           "the fabric models at most {}", topo_->core_count(), fabric::kMaxCores));
   icn_ = std::make_unique<fabric::Interconnect>(
-      root_.section("interconnect", "hop classes: latency and per-message occupancy"), *topo_);
+      root_.section("interconnect", "hop classes: latency and per-message occupancy"), *topo_, sim_);
   fabric::FabricParams fp(root_.section("caches", "cache levels"),
                           root_.section("coherence", "directory and snoop costs, arbitration"),
                           root_.section("memory", "DRAM and NUMA nodes"));

@@ -121,6 +121,37 @@ json Run::params_used() const {
   return out;
 }
 
+namespace {
+
+/// The `n` busiest links (by occupied time): utilisation of their ports over
+/// the simulated run and the queueing of the messages that crossed them.
+json link_report(Machine& m, std::size_t n) {
+  const auto& links = m.interconnect().links();
+  std::vector<const fabric::Link*> busiest;
+  for (const auto& l : links)
+    if (l.messages > 0) busiest.push_back(&l);
+  std::sort(busiest.begin(), busiest.end(), [](const auto* a, const auto* b) {
+    return a->busy != b->busy ? a->busy > b->busy : a->name < b->name;
+  });
+  const double window_ns = sim::to_ns(m.sim().now());
+  json out = json::array();
+  for (std::size_t i = 0; i < busiest.size() && i < n; ++i) {
+    const auto& l = *busiest[i];
+    const double capacity_ns = window_ns * static_cast<double>(l.ports.size());
+    out.push_back({{"link", l.name},
+                   {"class", topo::hop_class_name(l.cls)},
+                   {"ports", l.ports.size()},
+                   {"messages", l.messages},
+                   {"busy_ns", sim::to_ns(l.busy)},
+                   {"utilisation", capacity_ns > 0 ? sim::to_ns(l.busy) / capacity_ns : 0.0},
+                   {"queue_mean_ns", sim::to_ns(l.queued) / static_cast<double>(l.messages)},
+                   {"queue_max_ns", sim::to_ns(l.max_queued)}});
+  }
+  return out;
+}
+
+}  // namespace
+
 void add_contention_report(Results& r, Machine& m, std::size_t n) {
   const auto& stats = m.fabric().line_stats();
   std::vector<std::pair<fabric::Addr, const fabric::LineStats*>> lines;
@@ -157,6 +188,7 @@ void add_contention_report(Results& r, Machine& m, std::size_t n) {
                    {"cores", cpus}});
   }
   r.extra["contention"] = out;
+  r.extra["links"] = link_report(m, n);
 }
 
 }  // namespace cohsim::scenario

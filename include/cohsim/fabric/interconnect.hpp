@@ -1,6 +1,9 @@
 // Links between the places of a machine: every message walks a path of hops,
 // each of a class (cluster, die, cross_die, socket, node_controller), paying
-// the class latency and queueing behind earlier messages on the same link.
+// the class latency and holding each link it crosses for the class occupancy.
+// Links are per direction; a die's ring or mesh is a set of segments between
+// stops; a point-to-point link has ports. A message takes the earliest free
+// slot of a link at or after its own ready time (LinkTimeline).
 #pragma once
 
 #include <array>
@@ -10,6 +13,8 @@
 #include <vector>
 
 #include "cohsim/config/params.hpp"
+#include "cohsim/fabric/link_timeline.hpp"
+#include "cohsim/sim/simulator.hpp"
 #include "cohsim/sim/time.hpp"
 #include "cohsim/topo/topology.hpp"
 
@@ -33,21 +38,32 @@ struct HopCost {
   Tick occupancy = 0;
 };
 
-/// One physical link (a cluster bus, a die ring, a die-to-die or socket link).
+/// One physical link in one direction (a ring or mesh segment, a die-to-die,
+/// socket or node-controller link) or one shared medium (a cluster bus, a core).
 struct Link {
   HopClass cls;
   std::string name;
-  Tick free_at = 0;        ///< when the link can take its next message
+  std::vector<LinkTimeline> ports;  ///< a message takes whichever port is free first
   std::uint64_t messages = 0;
   Tick busy = 0;           ///< total occupancy, for utilisation
   Tick queued = 0;         ///< total time messages waited for this link
+  Tick max_queued = 0;     ///< longest single wait
+};
+
+/// How a die's on-chip network is laid out: a bidirectional ring of `stops`,
+/// or a `columns` x `rows` mesh routed X then Y.
+struct DieNetwork {
+  bool mesh = false;
+  int stops = 1;    ///< ring or mesh stops (a mesh: columns * rows)
+  int columns = 1;  ///< mesh only
 };
 
 /// The interconnect: endpoints, paths and link occupancy.
 class Interconnect {
  public:
-  /// Reads platform.interconnect (one entry per hop class the machine has).
-  Interconnect(config::Reader r, const topo::Topology& topo);
+  /// Reads platform.interconnect (one entry per hop class the machine has);
+  /// `sim` tells the current time, before which bookings are forgotten.
+  Interconnect(config::Reader r, const topo::Topology& topo, const sim::Simulator& sim);
 
   /// Endpoint ids: CPUs first (id == cpu number), then homes, then devices.
   int cpu_endpoint(int cpu) const { return cpu; }
@@ -57,30 +73,55 @@ class Interconnect {
   const Endpoint& endpoint(int id) const { return endpoints_.at(static_cast<std::size_t>(id)); }
   std::size_t endpoint_count() const { return endpoints_.size(); }
 
+  /// One stretch of a path: a link (or none, a ring crossing that stays at
+  /// one stop) and the latency the message spends after taking it.
+  struct Step {
+    int link = -1;  ///< link id, -1 when the stretch holds no link
+    HopClass cls = HopClass::smt;
+    Tick latency = 0;
+  };
   struct Path {
-    Tick latency = 0;               ///< unloaded, sum of hop latencies
-    std::vector<int> links;         ///< link ids in order
+    Tick latency = 0;               ///< unloaded, sum of step latencies
+    std::vector<Step> steps;        ///< in order
     HopClass widest = HopClass::smt;
     bool valid = false;
   };
   /// The path from endpoint a to b (cached).
   const Path& path(int a, int b);
-  /// Sends one message leaving `a` at time `at`; returns its arrival time at
-  /// `b`, after reserving each link on the way (later messages queue).
+  /// Sends one message leaving `a` at time `at` (not before now); returns its
+  /// arrival time at `b`, after booking on each link on the way the earliest
+  /// free slot of the class occupancy at or after the time it gets there.
   Tick send(int a, int b, Tick at);
   /// Unloaded latency between two endpoints.
   Tick latency(int a, int b) { return path(a, b).latency; }
   const HopCost& cost(HopClass c) const { return costs_[static_cast<std::size_t>(c)]; }
   const std::vector<Link>& links() const { return links_; }
+  /// A step's link name, or "<class> ring at one stop" for a step without a link.
+  std::string step_name(const Step& s) const;
+  /// Ports of a link of class c (1 for rings, meshes, cluster buses and cores).
+  int ports(HopClass c) const { return ports_[static_cast<std::size_t>(c)]; }
+  /// Layout of every die's on-chip network.
+  const DieNetwork& die_network() const { return die_net_; }
+  /// Ring or mesh stop of an endpoint on its die.
+  int stop_of(const Endpoint& e) const;
   const topo::Topology& topology() const { return topo_; }
 
  private:
   int link_id(HopClass c, const std::string& name);
   void add_hop(Path& p, HopClass c, const std::string& name);
+  /// Crosses die `die`'s ring or mesh from stop `from` to stop `to`: one
+  /// step per segment, sharing the die latency between them.
+  void cross_die_network(Path& p, int die, int from, int to);
   void route_dies(Path& p, const Endpoint& a, const Endpoint& b);
+  void read_die_network(config::Reader& die);
+  /// Books the earliest slot on `l` at or after `ready`; returns its start.
+  Tick reserve(Link& l, Tick ready);
 
   const topo::Topology& topo_;
+  const sim::Simulator& sim_;
   std::array<HopCost, topo::kHopClasses> costs_{};
+  std::array<int, topo::kHopClasses> ports_{};
+  DieNetwork die_net_;
   std::vector<Endpoint> endpoints_;
   std::vector<Link> links_;
   std::map<std::string, int> link_ids_;

@@ -87,7 +87,9 @@ class Run {
   std::unique_ptr<Workload> workload_;
 };
 
-/// Appends the per-line contention report (top `n` lines) to results.
+/// Appends the per-line contention report (top `n` lines, "contention") and
+/// the per-link report (the `n` busiest links, "links": utilisation and
+/// queueing over the whole simulated run) to results.
 void add_contention_report(Results& r, Machine& m, std::size_t n = 10);
 
 }  // namespace cohsim::scenario
