@@ -99,7 +99,11 @@ TEST_CASE("A malformed command raises a command error, is counted and skipped", 
 TEST_CASE("A CMD_SYNC completion wakes its waiter; a neighbour's writes into the line wake it spuriously", "[smmu]") {
   Rig r(64, CmdqVariant::cmpxchg);
   r.spawn_unmaps(0, 1, 0);           // entries 0-1
-  r.spawn_unmaps(1, 1, 300 * kNs);   // entries 2-3: the same line, while CPU 0 waits
+  // entries 2-3, the same line: CPU 1 starts once CPU 0 waits for its CMD_SYNC.
+  r.m.sim().spawn("unmaps once CPU 0 waits", [](Rig& rig) -> Task<void> {
+    while (rig.cmdq.stats(0).sync_spins == 0) co_await rig.m.sim().delay(10 * kNs);
+    co_await rig.unmaps(1, 1, 0);
+  }(r));
   r.spawn_unmaps(2, 1, 3000 * kNs);  // entries 4-5: a line of its own
   r.m.sim().run();
   // CPU 2 alone in its line: the only wake-up is its own MSI.
