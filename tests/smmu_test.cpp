@@ -212,10 +212,11 @@ TEST_CASE("spinlock-fallback takes the spinlock only after a failed cmpxchg", "[
   CHECK(r.smmu.stats().tlbi == static_cast<std::uint64_t>(cpus));
 }
 
-TEST_CASE("A posted PROD write lets the CPU go on; dsb sy/osh, an osh dmb and a read of the SMMU wait for it, ish does not",
+TEST_CASE("A posted PROD write lets the CPU go on; dsb sy/osh, an osh dmb, a release store and a read of the SMMU wait "
+          "for it; ish barriers and plain stores do not",
           "[smmu][ordering]") {
   const auto after = GENERATE(as<std::string>{}, "dsb ish", "dsb sy", "dsb osh", "dmb ish; ldr", "dmb osh; ldr",
-                              "read the SMMU");
+                              "read the SMMU", "str", "stlr");
   Rig r(64, variant_named("fetch-add"));
   auto& c = r.m.cpu(0);
   const fabric::Addr local = r.m.memory().alloc(0, 64, 64, "local");
@@ -234,6 +235,8 @@ TEST_CASE("A posted PROD write lets the CPU go on; dsb sy/osh, an osh dmb and a 
       co_await c.dmb(after == "dmb osh; ldr" ? cpu::Domain::osh : cpu::Domain::ish);
       co_await c.load(local);
     }
+    if (after == "str" || after == "stlr")
+      co_await c.store(local, 8, 1, after == "stlr" ? cpu::Order::release : cpu::Order::relaxed);
     if (after == "read the SMMU") {
       co_await devices::mmio_read(c, r.smmu, devices::SmmuReg::cmdq_cons);
       prod_writes_seen = r.smmu.stats().prod_writes;  // the device took the write before the read
@@ -251,9 +254,43 @@ TEST_CASE("A posted PROD write lets the CPU go on; dsb sy/osh, an osh dmb and a 
   const Tick hit = r.m.fabric().params().l1.latency;
   if (after == "dmb ish; ldr") CHECK(done == issued + cp.dmb_cost + hit);
   if (after == "dmb osh; ldr") CHECK(done == arrival + hit);
+  if (after == "str") CHECK(done == issued + cp.cycles(1));
+  if (after == "stlr") CHECK(done == arrival + cp.cycles(1));  // owner_prod's release follows the PROD write
   if (after == "read the SMMU") {
     CHECK(prod_writes_seen == 1);
     CHECK(done >= arrival + r.smmu.params().register_access);
   }
   CHECK(r.smmu.stats().prod_writes == 1);
+}
+
+TEST_CASE("A PROD write after dma_wmb reaches the SMMU only after the stores before the barrier are written",
+          "[smmu][ordering]") {
+  const bool barrier = GENERATE(true, false);
+  Rig r(64, variant_named("fetch-add"));
+  auto& c = r.m.cpu(0);
+  const fabric::Addr far = r.m.memory().alloc(3, 64, 64, "command on a far node");  // a slow ownership miss
+  Tick written = 0, posted = 0;
+  auto program = [&]() -> Task<void> {
+    co_await c.store(far, 8, 1);
+    if (barrier) co_await c.dmb(cpu::Domain::osh, cpu::BarrierType::st);  // dma_wmb
+    co_await devices::mmio_write(c, r.smmu, devices::SmmuReg::cmdq_prod, 0);
+    posted = r.m.sim().now();
+    co_await c.drain_store_buffer();
+    written = r.m.sim().now();
+  };
+  r.m.sim().spawn("cpu0", program());
+  r.m.sim().run();
+  if (barrier) CHECK(posted >= written);  // the doorbell left after the command was written
+  else CHECK(posted < written);           // without the barrier it may overtake the store
+}
+
+TEST_CASE("A CMDQ_PROD write behind the current PROD is an error, not traffic", "[smmu]") {
+  Rig r(64, variant_named("fetch-add"));
+  auto& c = r.m.cpu(0);
+  auto program = [&]() -> Task<void> {
+    co_await devices::mmio_write(c, r.smmu, devices::SmmuReg::cmdq_prod, 8);
+    co_await devices::mmio_write(c, r.smmu, devices::SmmuReg::cmdq_prod, 4);
+  };
+  r.m.sim().spawn("cpu0", program());
+  CHECK_THROWS_WITH(r.m.sim().run(), Catch::Contains("CMDQ_PROD moved backwards from 0x8 to 0x4"));
 }

@@ -101,7 +101,12 @@ Task<void> Cpu::store(Addr a, int size, std::uint64_t v, Order o) {
   // the buffer drains in order, so they are written first. A full-order
   // store waits for them to be written before it enters.
   if (o == Order::full) co_await drain_store_buffer();
-  if (device_store_fence_ > sim_.now()) co_await wait_device_fence(device_store_fence_);
+  // A release orders every earlier access, posted MMIO writes included (why
+  // arm64 needs no mmiowb: v5.9 arm_smmu_cmdq_issue_cmdlist's owner_prod
+  // release must follow its PROD write, or another owner's PROD could pass it).
+  const Tick fence = o == Order::release || o == Order::full ? std::max(device_store_fence_, posted_writes_arrived())
+                                                             : device_store_fence_;
+  if (fence > sim_.now()) co_await wait_device_fence(fence);
   while (static_cast<int>(sb_.size()) >= p_.store_buffer_entries)
     co_await sb_popped_.wait(sim_, "store buffer space");
   if (sb_.empty()) sim_.hold_run();  // a run ends only when its stores are written
@@ -151,9 +156,21 @@ Task<void> Cpu::wait_device_fence(Tick until) {
 
 Task<void> Cpu::wait_system_completion() {
   co_await drain_store_buffer();
-  Tick done = last_system_done_;
-  for (const auto& [device, arrival] : device_writes_) done = std::max(done, arrival);
+  const Tick done = std::max(last_system_done_, posted_writes_arrived());
   if (done > sim_.now()) co_await sim_.delay(done - sim_.now());
+}
+
+Tick Cpu::posted_writes_arrived() const {
+  Tick done = 0;
+  for (const auto& [device, arrival] : device_writes_) done = std::max(done, arrival);
+  return done;
+}
+
+Task<void> Cpu::order_device_access(bool write) {
+  const std::uint64_t through = write ? atomic_fence_through_ : load_fence_through_;
+  if (stores_drained_ < through) co_await drain_through(through);
+  const Tick fence = write ? device_store_fence_ : device_load_fence_;
+  if (fence > sim_.now()) co_await wait_device_fence(fence);
 }
 
 Tick Cpu::post_device_write(int device, Tick arrival) {
@@ -182,8 +199,9 @@ Task<std::uint64_t> Cpu::rmw(Addr a, int size, RmwOp op, std::uint64_t operand, 
     if (o == Order::acquire) wait_through = std::max(wait_through, release_through_);
     if (stores_drained_ < wait_through) co_await drain_through(wait_through);
   }
-  if (const Tick fence = std::max(device_load_fence_, device_store_fence_); fence > sim_.now())
-    co_await wait_device_fence(fence);
+  Tick fence = std::max(device_load_fence_, device_store_fence_);
+  if (o == Order::release || o == Order::full) fence = std::max(fence, posted_writes_arrived());  // as a release store
+  if (fence > sim_.now()) co_await wait_device_fence(fence);
   // Same-address order: the atomic must act on this CPU's own buffered stores
   // to its bytes (there is no forwarding into a read-modify-write).
   for (const Pending& e : sb_)
@@ -261,7 +279,7 @@ Task<void> Cpu::dsb(Domain d, BarrierType t) {
     } else {
       co_await drain_store_buffer();
       if (d == Domain::osh)  // Device memory is outer shareable: its posted writes
-        for (const auto& [device, arrival] : device_writes_) co_await wait_device_fence(arrival);
+        co_await wait_device_fence(posted_writes_arrived());
     }
   }
   co_await sim_.delay(p_.dsb_cost);
@@ -279,8 +297,7 @@ Task<void> Cpu::dmb(Domain d, BarrierType t) {
     atomic_fence_through_ = stores_buffered_;
     if (t == BarrierType::all) load_fence_through_ = stores_buffered_;
     if (d == Domain::sy || d == Domain::osh) {
-      Tick posted = 0;
-      for (const auto& [device, arrival] : device_writes_) posted = std::max(posted, arrival);
+      const Tick posted = posted_writes_arrived();
       device_store_fence_ = std::max(device_store_fence_, posted);
       if (t == BarrierType::all) device_load_fence_ = std::max(device_load_fence_, posted);
     }

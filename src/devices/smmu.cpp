@@ -35,7 +35,12 @@ Smmu::Smmu(const SmmuParams& p, fabric::Fabric& fabric, int queue_entries, const
 void Smmu::register_write(SmmuReg r, std::uint32_t value) {
   if (r == SmmuReg::cmdq_prod) {
     ++stats_.prod_writes;
-    prod_ = value & ((2u << shift_) - 1);
+    const std::uint32_t mask = (2u << shift_) - 1;
+    // PROD only moves forward, by at most the queue (its wrap bit included):
+    // a value behind it is a driver or ordering bug, never real traffic.
+    if (((value - prod_) & mask) > static_cast<std::uint32_t>(entries_))
+      throw sim::SimError(fmt::format("{}: CMDQ_PROD moved backwards from {:#x} to {:#x}", name_, prod_, value & mask));
+    prod_ = value & mask;
     prod_written_.notify_all(sim_);
   } else {
     spdlog::warn("{}: write of {:#x} to read-only CMDQ_CONS ignored", name_, value);
@@ -118,6 +123,7 @@ Task<void> Smmu::execute(std::uint64_t dword0, std::uint64_t dword1, std::uint32
 Task<void> mmio_write(cpu::Cpu& cpu, Smmu& smmu, SmmuReg r, std::uint32_t value) {
   auto& sim = cpu.sim();
   auto& icn = cpu.fabric().interconnect();
+  co_await cpu.order_device_access(/*write=*/true);  // e.g. dma_wmb before writel_relaxed
   // Posted: the CPU goes on once the store has issued; the write reaches the
   // device after every earlier write of this CPU to it, and the device takes
   // it a register access later.
@@ -134,6 +140,7 @@ Task<void> mmio_write(cpu::Cpu& cpu, Smmu& smmu, SmmuReg r, std::uint32_t value)
 Task<std::uint32_t> mmio_read(cpu::Cpu& cpu, Smmu& smmu, SmmuReg r) {
   auto& sim = cpu.sim();
   auto& icn = cpu.fabric().interconnect();
+  co_await cpu.order_device_access(/*write=*/false);
   // Device-nGnRE: the read arrives after this CPU's earlier writes to the device.
   const Tick arrive = std::max(icn.send(icn.cpu_endpoint(cpu.id()), smmu.endpoint(), sim.now()),
                                cpu.device_writes_arrived(smmu.endpoint()));

@@ -154,6 +154,12 @@ class Cpu {
   /// When this CPU's posted MMIO writes to `device` have all arrived (a later
   /// read of that device arrives after them).
   Tick device_writes_arrived(int device) const;
+  /// When every posted MMIO write of this CPU has arrived (a release waits for it).
+  Tick posted_writes_arrived() const;
+  /// Before an MMIO access: what a barrier before it orders (a dmb's earlier
+  /// stores, for a write after dmb *st or dmb; for a read after a full dmb;
+  /// and posted writes an osh/sy dmb ordered) must be done first.
+  Task<void> order_device_access(bool write);
 
   // -------------------------------------------------------- time, spin ---
   /// Non-memory work of `d` on a core of its own; interrupts are taken in the
