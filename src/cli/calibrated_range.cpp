@@ -160,8 +160,12 @@ CalibratedRange calibrated_range(const config::Provenance& p, const std::string&
       missing.push_back(id);
       continue;
     }
+    // A workload number is searched on its rows' own scenarios, whatever the
+    // platform (the rows run with it overridden); a platform number only on
+    // rows that run on this platform.
     auto on = rows.platforms_of(id, p.path);
-    (std::all_of(on.begin(), on.end(), [&](const auto& f) { return f == here; }) ? r.rows : elsewhere).push_back(id);
+    const bool usable = p.workload || std::all_of(on.begin(), on.end(), [&](const auto& f) { return f == here; });
+    (usable ? r.rows : elsewhere).push_back(id);
   }
   auto finish = [&](const std::string& note) {
     r.note = note;
@@ -173,7 +177,8 @@ CalibratedRange calibrated_range(const config::Provenance& p, const std::string&
   if (r.rows.empty()) return finish(fmt::format("not varied: its rows ({}) run on other platforms", joined(elsewhere)));
   const auto num = numeric_of(p.value);
   if (!num) return finish("not varied: not a time or a plain number");
-  const std::string key = p.path;  // platform paths are --set keys as they are
+  // Platform paths are --set keys as they are; a workload parameter's is its name.
+  const std::string key = p.workload && p.path.rfind("params.", 0) == 0 ? p.path.substr(7) : p.path;
   auto holds_at = [&](double x) {
     const std::vector<scenario::Override> extra{{key, [&] {
                                                    json w = num->written(x);

@@ -140,7 +140,7 @@ void Reader::declare(std::string_view key, Kind kind, const Spec& s) {
   if (s.def) t["default"] = *s.def;
   if (!s.estimate_range.empty()) t["x-estimate-range"] = s.estimate_range;  // an annotation validators ignore
   json& props = (*schema_)["properties"];
-  if (sourced_ && (is_numeric_kind(kind) || kind == Kind::boolean)) {
+  if (is_numeric_kind(kind) || (sourced_ && kind == Kind::boolean)) {
     json wrapped = {{"type", "object"},
                     {"description", std::string(s.doc)},
                     {"required", {"value", "source"}},
@@ -149,9 +149,11 @@ void Reader::declare(std::string_view key, Kind kind, const Spec& s) {
                      {{"value", t},
                       {"source", {{"type", "string"}, {"description", "calibration:, datasheet:, measurement: or estimate: with reasoning"}}},
                       {"range", {{"type", "array"}, {"minItems", 2}, {"maxItems", 2}}}}}};
-    // A number must carry its source; a switch may be bare or sourced.
-    props[std::string(key)] =
-        kind == Kind::boolean ? json{{"description", std::string(s.doc)}, {"anyOf", {t, wrapped}}} : wrapped;
+    // A platform number must carry its source; a platform switch and a
+    // workload number may be bare or sourced.
+    props[std::string(key)] = sourced_ && kind != Kind::boolean
+                                  ? wrapped
+                                  : json{{"description", std::string(s.doc)}, {"anyOf", {t, wrapped}}};
   } else {
     props[std::string(key)] = t;
   }
@@ -187,11 +189,17 @@ const json* Reader::value_of(std::string_view key, Kind kind, const Spec& s) {
   registry_->mark_read(path);
   const json& v = (*object_)[std::string(key)];
   registry_->used[path] = (v.is_object() && v.contains("value")) ? v["value"] : v;
-  if (!sourced_) record_workload_estimate(path, v, s);
-  // Numbers must carry their source; a switch (boolean) may, in the same form.
-  if (sourced_ && (is_numeric_kind(kind) || (kind == Kind::boolean && v.is_object()))) {
+  // Platform numbers must carry their source; a platform switch (boolean)
+  // may, in the same form; so may a workload number (one fitted to a
+  // calibration row says so, and validate and sensitivity read it).
+  const bool with_source = sourced_ ? is_numeric_kind(kind) || (kind == Kind::boolean && v.is_object())
+                                    : is_numeric_kind(kind) && v.is_object();
+  if (!sourced_ && !with_source) record_workload_estimate(path, v, s);
+  if (with_source) {
     if (!v.is_object() || !v.contains("value"))
-      fail(key, "a platform number needs its source: write {\"value\": ..., \"source\": \"calibration|datasheet|measurement|estimate: ...\"}");
+      fail(key, fmt::format("a {} number needs its source: write {{\"value\": ..., \"source\": "
+                            "\"calibration|datasheet|measurement|estimate: ...\"}}",
+                            sourced_ ? "platform" : "sourced"));
     for (auto it = v.begin(); it != v.end(); ++it)
       if (it.key() != "value" && it.key() != "source" && it.key() != "range")
         fail(key, fmt::format("unknown field '{}' (allowed: value, source, range)", it.key()));
@@ -202,6 +210,7 @@ const json* Reader::value_of(std::string_view key, Kind kind, const Spec& s) {
     p.value = v["value"].is_string() ? v["value"].get<std::string>() : shown(v["value"]);
     p.source = v["source"].get<std::string>();
     p.estimate = p.source.rfind("estimate", 0) == 0;
+    p.workload = !sourced_;
     p.min = s.min;
     p.max = s.max;
     if (v.contains("range")) {
