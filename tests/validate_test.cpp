@@ -231,3 +231,16 @@ TEST_CASE(
   }
   CHECK(expected["predicted"].size() == ids.size());
 }
+
+TEST_CASE("a known miss that moved more than 1 % from its expected prediction fails too", "[validate]") {
+  TempDir dir;
+  const json row = c2c_row("test.c2c.known", 3450.0);  // misses: the prediction is 34.5
+  write_known_misses(dir, {{"test.c2c.known", "a test row far from the model"}});
+  dir.write("validate-expected.json", json{{"predicted", {{"test.c2c.known", 34.5 * 1.02}}}}.dump());
+  auto moved = validate(dir, row);
+  INFO(moved.output);
+  CHECK(moved.exit_code == 1);
+  CHECK_THAT(moved.output, Catch::Contains("MOVED") && Catch::Contains("1 moved"));
+  dir.write("validate-expected.json", json{{"predicted", {{"test.c2c.known", 34.5}}}}.dump());
+  CHECK(validate(dir, row).exit_code == 0);
+}
