@@ -179,15 +179,23 @@ CalibratedRange calibrated_range(const config::Provenance& p, const std::string&
   if (!num) return finish("not varied: not a time or a plain number");
   // Platform paths are --set keys as they are; a workload parameter's is its name.
   const std::string key = p.workload && p.path.rfind("params.", 0) == 0 ? p.path.substr(7) : p.path;
+  std::vector<std::string> failed;  // values whose runs failed: outside the range, and said so
   auto holds_at = [&](double x) {
-    const std::vector<scenario::Override> extra{{key, [&] {
-                                                   json w = num->written(x);
-                                                   return w.is_string() ? w.get<std::string>() : w.dump();
-                                                 }()}};
-    return std::all_of(r.rows.begin(), r.rows.end(), [&](const auto& id) { return rows.holds(id, rows.predict(id, extra)); });
+    json w = num->written(x);
+    const std::string text = w.is_string() ? w.get<std::string>() : w.dump();
+    const std::vector<scenario::Override> extra{{key, text}};
+    try {
+      return std::all_of(r.rows.begin(), r.rows.end(), [&](const auto& id) { return rows.holds(id, rows.predict(id, extra)); });
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      failed.push_back(fmt::format("at {} the run failed ({})", text, what.substr(0, what.find('\n'))));
+      return false;
+    }
   };
   const double x0 = num->value;
-  if (!holds_at(x0)) return finish(fmt::format("not varied: {} misses its tolerance at the nominal value", joined(r.rows)));
+  if (!holds_at(x0))
+    return finish(failed.empty() ? fmt::format("not varied: {} misses its tolerance at the nominal value", joined(r.rows))
+                                 : "not varied: " + failed.front());
   constexpr double kInf = std::numeric_limits<double>::infinity();
   const double lowest = p.min ? *p.min : (num->time ? 0.0 : -kInf);
   const double highest = p.max ? *p.max : kInf;
@@ -222,6 +230,7 @@ CalibratedRange calibrated_range(const config::Provenance& p, const std::string&
   };
   search(-1, r.low, r.low_outside);
   search(+1, r.high, r.high_outside);
+  notes.insert(notes.end(), failed.begin(), failed.end());
   return finish(joined(notes));
 }
 
