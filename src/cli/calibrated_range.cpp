@@ -5,9 +5,8 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <limits>
-#include <map>
-#include <sstream>
 
+#include "calibration.hpp"
 #include "sensitivity.hpp"
 
 namespace cohsim::cli {
@@ -53,96 +52,19 @@ std::string joined(const std::vector<std::string>& v) {
   return out;
 }
 
-/// Runs calibration rows as cohsim validate does, with extra overrides.
-class RowRunner {
- public:
-  RowRunner(std::string calibration_file, std::vector<scenario::Override> platform_overrides)
-      : file_(std::move(calibration_file)), platform_overrides_(std::move(platform_overrides)) {
-    json cal = config::load_json_file(file_);
-    if (!cal.contains("rows") || !cal["rows"].is_array()) throw config::ConfigError(file_, "rows", "expected an array");
-    for (const auto& r : cal["rows"]) rows_[r.at("id").get<std::string>()] = r;
+/// The canonical platform files row `id`'s scenario(s) run on.
+std::vector<std::string> platforms_of(const Predictor& rows, const std::string& id,
+                                      const std::vector<scenario::Override>& overrides) {
+  const CalibrationRow& r = *rows.find(id);
+  if (r.op != 0) {
+    auto a = platforms_of(rows, r.part_a, overrides), b = platforms_of(rows, r.part_b, overrides);
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
   }
-
-  /// Whether the file has a row with this id.
-  bool has(const std::string& id) const { return rows_.count(id) != 0; }
-
-  /// The row with this id; throws ConfigError naming who asked for a missing one.
-  const json& row(const std::string& id, const std::string& named_by) const {
-    auto it = rows_.find(id);
-    if (it == rows_.end())
-      throw config::ConfigError(file_, "rows", fmt::format("no row '{}' (named by the source of {})", id, named_by));
-    return it->second;
-  }
-
-  /// The canonical platform files the row's scenario(s) run on.
-  std::vector<std::string> platforms_of(const std::string& id, const std::string& named_by) const {
-    const json& r = row(id, named_by);
-    if (auto parts = derived_parts(r)) {
-      auto a = platforms_of(parts->first, id), b = platforms_of(parts->second, id);
-      a.insert(a.end(), b.begin(), b.end());
-      return a;
-    }
-    return {canonical(scenario::load_scenario(scenario_path(r), variant_of(r), sets_of(r, {})).platform.file)};
-  }
-
-  /// The row's prediction with `extra` overrides.
-  double predict(const std::string& id, const std::vector<scenario::Override>& extra) {
-    const json& r = row(id, id);
-    if (auto parts = derived_parts(r)) {
-      const double a = predict(parts->first, extra), b = predict(parts->second, extra);
-      return parts->divide ? a / b : a - b;
-    }
-    ++runs;
-    return run_scenario(scenario_path(r), variant_of(r), sets_of(r, extra), std::nullopt, false)
-        .results.get(r.at("metric").get<std::string>());
-  }
-
-  /// Whether `predicted` holds the row: within its tolerance, or at least `measured` for a lower-bound row.
-  bool holds(const std::string& id, double predicted) const {
-    const json& r = row(id, id);
-    const double measured = r.at("measured").get<double>();
-    if (r.value("bound", "") == "at_least") return predicted >= measured;
-    return std::fabs(100.0 * (predicted - measured) / measured) <= r.at("tolerance_pct").get<double>();
-  }
-
-  int runs = 0;  ///< scenario runs so far
-
- private:
-  struct Parts {
-    std::string first, second;
-    bool divide = false;
-  };
-  static std::optional<Parts> derived_parts(const json& r) {
-    if (!r.contains("derived")) return std::nullopt;
-    std::istringstream ss(r["derived"].get<std::string>());
-    Parts p;
-    std::string op;
-    ss >> p.first >> op >> p.second;
-    if (op != "-" && op != "/") throw config::ConfigError("calibration", r.value("id", "?"), "derived rows are \"a - b\" or \"a / b\"");
-    p.divide = op == "/";
-    return p;
-  }
-  static std::string scenario_path(const json& r) {
-    const std::string scen = r.at("scenario").get<std::string>();
-    return std::filesystem::exists(scen) ? scen : source_dir() + "/" + scen;
-  }
-  static std::string variant_of(const json& r) {
-    return r.contains("variant") && r["variant"].is_string() ? r["variant"].get<std::string>() : "";
-  }
-  std::vector<scenario::Override> sets_of(const json& r, const std::vector<scenario::Override>& extra) const {
-    std::vector<scenario::Override> sets;
-    if (r.contains("set"))
-      for (auto it = r["set"].begin(); it != r["set"].end(); ++it)
-        sets.push_back({it.key(), it.value().is_string() ? it.value().get<std::string>() : it.value().dump()});
-    sets.insert(sets.end(), platform_overrides_.begin(), platform_overrides_.end());
-    sets.insert(sets.end(), extra.begin(), extra.end());
-    return sets;
-  }
-
-  std::string file_;
-  std::vector<scenario::Override> platform_overrides_;
-  std::map<std::string, json> rows_;
-};
+  auto sets = r.sets;
+  sets.insert(sets.end(), overrides.begin(), overrides.end());
+  return {canonical(scenario::load_scenario(scenario_path(r), r.variant, sets).platform.file)};
+}
 
 }  // namespace
 
@@ -152,24 +74,26 @@ CalibratedRange calibrated_range(const config::Provenance& p, const std::string&
   r.platform = platform_file;
   r.param = p.path;
   r.nominal = p.value;
-  RowRunner rows(o.calibration_file, o.platform_overrides);
+  const std::vector<CalibrationRow> all_rows = read_calibration(o.calibration_file);
+  const Predictor rows(all_rows, o.calibration_file);
   const std::string here = canonical(platform_file);
   std::vector<std::string> elsewhere, missing;
   for (const auto& id : p.calibration_rows()) {
-    if (!rows.has(id)) {
+    if (rows.find(id) == nullptr) {
       missing.push_back(id);
       continue;
     }
     // A workload number is searched on its rows' own scenarios, whatever the
     // platform (the rows run with it overridden); a platform number only on
     // rows that run on this platform.
-    auto on = rows.platforms_of(id, p.path);
+    auto on = platforms_of(rows, id, o.platform_overrides);
     const bool usable = p.workload || std::all_of(on.begin(), on.end(), [&](const auto& f) { return f == here; });
     (usable ? r.rows : elsewhere).push_back(id);
   }
+  int runs = 0;
   auto finish = [&](const std::string& note) {
     r.note = note;
-    r.runs = rows.runs;
+    r.runs = runs;
     return r;
   };
   if (!missing.empty())
@@ -183,14 +107,17 @@ CalibratedRange calibrated_range(const config::Provenance& p, const std::string&
   auto holds_at = [&](double x) {
     json w = num->written(x);
     const std::string text = w.is_string() ? w.get<std::string>() : w.dump();
-    const std::vector<scenario::Override> extra{{key, text}};
-    try {
-      return std::all_of(r.rows.begin(), r.rows.end(), [&](const auto& id) { return rows.holds(id, rows.predict(id, extra)); });
-    } catch (const std::exception& e) {
-      const std::string what = e.what();
-      failed.push_back(fmt::format("at {} the run failed ({})", text, what.substr(0, what.find('\n'))));
+    std::vector<scenario::Override> extra = o.platform_overrides;
+    extra.push_back({key, text});
+    Predictor at(all_rows, o.calibration_file, extra);  // the rows judged as cohsim validate judges them
+    const bool ok = std::all_of(r.rows.begin(), r.rows.end(), [&](const auto& id) {
+      const Prediction& pr = at.predict(id);
+      if (pr.error.empty()) return holds(*at.find(id), pr.value);
+      failed.push_back(fmt::format("at {} the run failed ({})", text, pr.error.substr(0, pr.error.find('\n'))));
       return false;
-    }
+    });
+    runs += static_cast<int>(at.runs());
+    return ok;
   };
   const double x0 = num->value;
   if (!holds_at(x0))

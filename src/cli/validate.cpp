@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "calibration.hpp"
 #include "cli.hpp"
 
 namespace cohsim::cli {
@@ -27,24 +28,6 @@ namespace {
 /// How far (percent) the prediction of a row that holds may move from its expected value.
 constexpr double kRegressionTolerancePct = 1.0;
 
-/// One row of a calibration file.
-struct CalibrationRow {
-  std::string id, scenario, variant, metric, unit, source;
-  std::vector<scenario::Override> sets;
-  double measured = NAN, tolerance_pct = NAN;
-  bool at_least = false;       ///< a lower bound: holds when the prediction is at least `measured`
-  std::string part_a, part_b;  ///< a derived row's parts: predicted = part_a op part_b
-  char op = 0;                 ///< '-' or '/' for a derived row, 0 for a row with a scenario
-};
-
-/// The prediction for one row, or why there is none.
-struct Prediction {
-  double value = NAN;
-  std::string error;  ///< non-empty: no prediction
-  /// The provenance of every run the prediction came from (one, or a derived row's parts').
-  std::vector<const std::vector<config::Provenance>*> provenance;
-};
-
 /// What validate concluded about one row.
 struct Verdict {
   std::string status;  ///< ok | known miss | MISS | NOW FITS | MOVED | ERROR
@@ -53,95 +36,6 @@ struct Verdict {
   std::vector<std::string> pins;  ///< the platform parameters fitted to this row; empty: the row is a prediction
   std::string note;               ///< why, for every status but ok
 };
-
-/// One scenario run, shared by the rows that name the same scenario, variant and settings.
-struct CachedRun {
-  scenario::Results results;
-  std::vector<config::Provenance> provenance;
-  std::string error;
-};
-
-/// The text of `key` in calibration row `at`; empty when absent and not required.
-std::string row_text(const json& r, const std::string& file, const std::string& at, const char* key, bool required) {
-  if (!r.contains(key) || r[key].is_null()) {
-    if (required) throw config::ConfigError(file, at + "." + key, "missing required key");
-    return {};
-  }
-  if (!r[key].is_string())
-    throw config::ConfigError(file, at + "." + key, fmt::format("value {}: expected a string", r[key].dump()));
-  return r[key].get<std::string>();
-}
-
-double row_number(const json& r, const std::string& file, const std::string& at, const char* key) {
-  if (!r.contains(key)) throw config::ConfigError(file, at + "." + key, "missing required key");
-  if (!r[key].is_number())
-    throw config::ConfigError(file, at + "." + key, fmt::format("value {}: expected a number", r[key].dump()));
-  return r[key].get<double>();
-}
-
-/// Reads and checks every row of a calibration file (bad input: a ConfigError naming the row's path).
-std::vector<CalibrationRow> read_calibration(const std::string& file) {
-  static const std::set<std::string> kKeys = {
-      "id", "scenario", "variant", "set", "metric", "measured", "tolerance_pct", "unit", "source", "derived", "bound"};
-  const json cal = config::load_json_file(file);
-  if (!cal.is_object() || !cal.contains("rows") || !cal["rows"].is_array())
-    throw config::ConfigError(file, "rows", "expected an array of calibration rows");
-  std::vector<CalibrationRow> rows;
-  std::set<std::string> ids;
-  for (std::size_t i = 0; i < cal["rows"].size(); ++i) {
-    const json& r = cal["rows"][i];
-    const std::string at = fmt::format("rows[{}]", i);
-    if (!r.is_object()) throw config::ConfigError(file, at, fmt::format("value {}: expected an object", r.dump()));
-    for (auto it = r.begin(); it != r.end(); ++it)
-      if (!kKeys.count(it.key()))
-        throw config::ConfigError(
-            file, at + "." + it.key(),
-            "unknown key (a row has: id, scenario, variant, set, metric, measured, tolerance_pct, "
-            "unit, source, derived, bound)");
-    CalibrationRow row;
-    row.id = row_text(r, file, at, "id", true);
-    if (!ids.insert(row.id).second)
-      throw config::ConfigError(file, at + ".id", fmt::format("value \"{}\": an earlier row has this id", row.id));
-    row.measured = row_number(r, file, at, "measured");
-    row.tolerance_pct = row_number(r, file, at, "tolerance_pct");
-    if (row.tolerance_pct < 0)
-      throw config::ConfigError(file, at + ".tolerance_pct",
-                                fmt::format("value {}: must be at least 0", row.tolerance_pct));
-    if (row.measured == 0)
-      throw config::ConfigError(file, at + ".measured",
-                                "value 0: the error is relative to the measurement, which must not be 0");
-    row.unit = row_text(r, file, at, "unit", false);
-    row.source = row_text(r, file, at, "source", false);
-    const std::string bound = row_text(r, file, at, "bound", false);
-    if (!bound.empty() && bound != "at_least")
-      throw config::ConfigError(file, at + ".bound",
-                                fmt::format("value \"{}\": expected \"at_least\" (a lower bound) or no bound", bound));
-    row.at_least = bound == "at_least";
-    const std::string derived = row_text(r, file, at, "derived", false);
-    if (!derived.empty()) {
-      std::istringstream words(derived);
-      std::string op, rest;
-      words >> row.part_a >> op >> row.part_b;
-      if (row.part_b.empty() || (op != "-" && op != "/") || (words >> rest))
-        throw config::ConfigError(file, at + ".derived",
-                                  fmt::format("value \"{}\": expected \"ROW - ROW\" or \"ROW / ROW\"", derived));
-      row.op = op[0];
-    } else {
-      row.scenario = row_text(r, file, at, "scenario", true);
-      row.metric = row_text(r, file, at, "metric", true);
-      row.variant = row_text(r, file, at, "variant", false);
-      if (r.contains("set")) {
-        if (!r["set"].is_object())
-          throw config::ConfigError(file, at + ".set",
-                                    fmt::format("value {}: expected an object KEY: VALUE", r["set"].dump()));
-        for (auto it = r["set"].begin(); it != r["set"].end(); ++it)
-          row.sets.push_back({it.key(), it.value().is_string() ? it.value().get<std::string>() : it.value().dump()});
-      }
-    }
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
 
 /// The "about" of the known-miss file, written by --write-expected.
 constexpr const char* kKnownMissesAbout =
@@ -190,123 +84,6 @@ std::optional<std::map<std::string, double>> read_expected(const std::string& fi
 }
 
 /// The prediction's error relative to the measurement, percent.
-double error_pct(const CalibrationRow& row, double predicted) {
-  return 100.0 * (predicted - row.measured) / std::fabs(row.measured);
-}
-
-/// Whether a prediction meets the row: within its tolerance, or for a lower
-/// bound at least the measurement (less the tolerance).
-bool holds(const CalibrationRow& row, double predicted) {
-  const double e = error_pct(row, predicted);
-  return row.at_least ? e >= -row.tolerance_pct : std::fabs(e) <= row.tolerance_pct;
-}
-
-/// `cohsim run ...` for a row, so an error can be reproduced.
-std::string row_command(const CalibrationRow& row) {
-  std::string cmd = "cohsim run " + row.scenario;
-  if (!row.variant.empty()) cmd += " --variant " + row.variant;
-  for (const auto& s : row.sets) cmd += fmt::format(" --set {}={}", s.key, s.value);
-  return cmd;
-}
-
-/// Runs rows on demand: each scenario run once, each row predicted once (derived rows from their parts).
-class Predictor {
- public:
-  Predictor(const std::vector<CalibrationRow>& rows, std::string calibration_file)
-      : rows_(rows), file_(std::move(calibration_file)) {}
-
-  /// The prediction of row `id`, which must be a row of the file.
-  const Prediction& predict(const std::string& id) {
-    if (auto done = predictions_.find(id); done != predictions_.end()) return done->second;
-    const CalibrationRow& row = *find(id);
-    Prediction p;
-    if (!in_progress_.insert(id).second) {
-      p.error = fmt::format("derived rows form a cycle through {}", id);
-      return predictions_[id] = p;
-    }
-    p = row.op != 0 ? derive(row) : run(row);
-    in_progress_.erase(id);
-    return predictions_[id] = p;
-  }
-  /// The row with `id`; nullptr when the file has none.
-  const CalibrationRow* find(const std::string& id) const {
-    for (const auto& r : rows_)
-      if (r.id == id) return &r;
-    return nullptr;
-  }
-
- private:
-  Prediction derive(const CalibrationRow& row) {
-    Prediction p;
-    std::vector<const Prediction*> parts;
-    for (const std::string& part : {row.part_a, row.part_b}) {
-      if (find(part) == nullptr) {
-        p.error = fmt::format("derived from '{}', which is not a row of {}", part, file_);
-        return p;
-      }
-      const Prediction& q = predict(part);
-      if (!q.error.empty()) {
-        p.error = fmt::format("derived from '{}', which has no prediction ({})", part, q.error);
-        return p;
-      }
-      parts.push_back(&q);
-      p.provenance.insert(p.provenance.end(), q.provenance.begin(), q.provenance.end());
-    }
-    if (row.op == '/' && parts[1]->value == 0) {
-      p.error = fmt::format("derived as {} / {}, and {} predicts 0", row.part_a, row.part_b, row.part_b);
-      return p;
-    }
-    p.value = row.op == '-' ? parts[0]->value - parts[1]->value : parts[0]->value / parts[1]->value;
-    return p;
-  }
-
-  Prediction run(const CalibrationRow& row) {
-    Prediction p;
-    const std::string path = std::filesystem::exists(row.scenario) ? row.scenario : source_dir() + "/" + row.scenario;
-    if (!std::filesystem::exists(path)) {
-      p.error =
-          fmt::format("scenario not found: {} (looked in the working directory and in {})", row.scenario, source_dir());
-      return p;
-    }
-    std::string key = path + "\n" + row.variant;
-    for (const auto& s : row.sets) key += "\n" + s.key + "=" + s.value;
-    auto cached = runs_.find(key);
-    if (cached == runs_.end()) {
-      CachedRun c;
-      try {
-        RunOutput out = run_scenario(path, row.variant, row.sets, std::nullopt, false);
-        c.results = std::move(out.results);
-        c.provenance = std::move(out.provenance);
-      } catch (const std::exception& e) {
-        c.error = fmt::format("{} ({})", e.what(), row_command(row));
-      }
-      cached = runs_.emplace(key, std::move(c)).first;
-    }
-    const CachedRun& c = cached->second;
-    if (!c.error.empty()) {
-      p.error = c.error;
-      return p;
-    }
-    p.provenance.push_back(&c.provenance);
-    if (!c.results.has(row.metric)) {
-      constexpr std::size_t kNamesShown = 12;
-      std::string known;
-      for (std::size_t i = 0; i < c.results.metrics.size() && i <= kNamesShown; ++i)
-        known += i == kNamesShown ? ", ..." : (i == 0 ? "" : ", ") + c.results.metrics[i].first;
-      p.error = fmt::format("the run has no metric '{}' ({}; it has: {})", row.metric, row_command(row), known);
-      return p;
-    }
-    p.value = c.results.get(row.metric);
-    return p;
-  }
-
-  const std::vector<CalibrationRow>& rows_;
-  std::string file_;
-  std::map<std::string, CachedRun> runs_;
-  std::map<std::string, Prediction> predictions_;
-  std::set<std::string> in_progress_;
-};
-
 /// The platform parameters whose "calibration: ..." source names row `id`.
 std::vector<std::string> pins_of(const std::string& id, const Prediction& p) {
   std::vector<std::string> pins;
