@@ -13,6 +13,11 @@ namespace cohsim::cli {
 
 using nlohmann::json;
 
+std::string canonical(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::weakly_canonical(path, ec).string();
+}
+
 const char* const kCalibratedRangeMethod =
     "calibrated parameters: one at a time, every other input at nominal, over the values that keep every calibration "
     "row naming it within its tolerance (rows run as in cohsim validate, at full length): steps out from the nominal "
@@ -39,11 +44,6 @@ std::optional<Numeric> numeric_of(const std::string& written) {
   if (j.is_number_integer()) return Numeric{j.get<double>(), false, true};
   if (j.is_number()) return Numeric{j.get<double>(), false, false};
   return std::nullopt;
-}
-
-std::string canonical(const std::string& path) {
-  std::error_code ec;
-  return std::filesystem::weakly_canonical(path, ec).string();
 }
 
 std::string joined(const std::vector<std::string>& v) {

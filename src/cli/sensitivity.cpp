@@ -57,11 +57,6 @@ std::string set_text(const std::vector<scenario::Override>& ov) {
 
 std::string pct_text(std::optional<double> p) { return p ? fmt::format("{:+.2f}%", *p) : "n/a"; }
 
-std::string canonical(const std::string& path) {
-  std::error_code ec;
-  return std::filesystem::weakly_canonical(path, ec).string();
-}
-
 json range_json(const CalibratedRange& r, const std::vector<scenario::Override>& platform_overrides) {
   return {{"platform", canonical(r.platform)}, {"param", r.param}, {"nominal", r.nominal}, {"rows", r.rows},
           {"low", r.low}, {"high", r.high}, {"low_outside", r.low_outside}, {"high_outside", r.high_outside},

@@ -42,6 +42,9 @@ struct RangeSearchOptions {
   double precision = 0.01;                             ///< bisection stops below this fraction of the nominal value
 };
 
+/// A file's canonical path (as given when it cannot be resolved), so two names of one platform compare equal.
+std::string canonical(const std::string& path);
+
 /// The method calibrated ranges are found with, as printed and written to JSON.
 extern const char* const kCalibratedRangeMethod;
 
