@@ -94,6 +94,53 @@ Task<std::uint64_t> Cpu::load(Addr a, int size, Order o) {
   co_return v;
 }
 
+Task<std::uint64_t> LoadFuture::value() const {
+  while (!s_->done) co_await s_->completed.wait(*sim_, "load in flight");
+  co_return s_->value;
+}
+
+namespace {
+Task<void> complete_load(Task<std::uint64_t> load, std::shared_ptr<LoadFuture::State> s, sim::Simulator& sim) {
+  s->value = co_await std::move(load);
+  s->done = true;
+  s->completed.notify_all(sim);
+}
+}  // namespace
+
+LoadFuture Cpu::issue_load(Addr a, int size, Order o) {
+  LoadFuture f;
+  f.s_ = std::make_shared<LoadFuture::State>();
+  f.sim_ = &sim_;
+  sim_.spawn("load", complete_load(load(a, size, o), f.s_, sim_));
+  return f;
+}
+
+Task<std::uint64_t> Cpu::load_exclusive(Addr a, int size, Order o) {
+  std::uint64_t v = co_await load(a, size, o);
+  fab_.set_monitor(id_, fabric::line_of(a));
+  co_return v;
+}
+
+Task<bool> Cpu::store_exclusive(Addr a, int size, std::uint64_t v, Order o) {
+  ++stats_.stores;
+  co_await drain_store_buffer();
+  if (o == Order::release || o == Order::full) {
+    const Tick fence = posted_writes_arrived();
+    if (fence > sim_.now()) co_await wait_device_fence(fence);
+  }
+  const Addr line = fabric::line_of(a);
+  Tick lat = co_await fab_.acquire(id_, line, true);
+  if (!fab_.monitor_valid(id_, line)) {
+    ++stats_.llsc_retries;
+    co_await sim_.delay(lat);
+    co_return false;
+  }
+  fab_.write(id_, a, size, v);
+  note_write_done(line);
+  co_await sim_.delay(lat + p_.store_commit);
+  co_return true;
+}
+
 // --------------------------------------------------------------- stores ---
 Task<void> Cpu::store(Addr a, int size, std::uint64_t v, Order o) {
   ++stats_.stores;

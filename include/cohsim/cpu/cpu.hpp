@@ -43,6 +43,7 @@
 
 #include "cohsim/config/params.hpp"
 #include "cohsim/fabric/fabric.hpp"
+#include "cohsim/sim/random.hpp"
 #include "cohsim/sim/simulator.hpp"
 
 namespace cohsim::cpu {
@@ -52,8 +53,9 @@ using fabric::RmwOp;
 using sim::Task;
 using sim::Tick;
 
-/// Memory ordering of an access, as the kernel names it.
-enum class Order { relaxed, acquire, release, full };
+/// Memory ordering of an access, as the kernel names it. acquire is LDAR
+/// (RCsc: waits for an earlier STLR), acquire_pc is LDAPR (RCpc: does not).
+enum class Order { relaxed, acquire, acquire_pc, release, full };
 /// Barrier domain: inner shareable (the CPUs), full system (every observer),
 /// outer shareable (the CPUs and the coherent devices: the same as full system
 /// unless the platform's `outer_shareable_is_full_system` says otherwise).
@@ -95,6 +97,29 @@ struct CpuStats {
 
 class Cpu;
 
+/// A load issued with Cpu::issue_load and not yet awaited: the core keeps it
+/// in flight (overlapping other misses) and binds its value when the ordering
+/// rules and the line allow; value() waits for that and the access latency.
+class LoadFuture {
+ public:
+  LoadFuture() = default;
+  /// True once the value is known (it may be awaited without waiting).
+  bool ready() const { return s_ && s_->done; }
+  /// Waits for the load to complete and returns its value.
+  Task<std::uint64_t> value() const;
+
+  struct State {
+    bool done = false;
+    std::uint64_t value = 0;
+    sim::Signal completed;
+  };
+
+ private:
+  friend class Cpu;
+  std::shared_ptr<State> s_;
+  sim::Simulator* sim_ = nullptr;
+};
+
 /// One physical core: its hardware threads and what they share. Created with
 /// the CPUs by whoever builds the machine, and outlives them.
 struct Core {
@@ -118,6 +143,15 @@ class Cpu {
   // ------------------------------------------------------------ memory ---
   /// Load of 1/2/4/8 bytes; store-to-load forwarding from the store buffer.
   Task<std::uint64_t> load(Addr a, int size = 8, Order o = Order::relaxed);
+  /// Issues a load now without waiting for it (an out-of-order core keeps
+  /// several in flight); the caller awaits its value later. The address must be
+  /// known, so address dependencies are the caller's: issue after awaiting.
+  LoadFuture issue_load(Addr a, int size = 8, Order o = Order::relaxed);
+  /// LDXR / LDAXR (Order::acquire): a load that arms the exclusive monitor.
+  Task<std::uint64_t> load_exclusive(Addr a, int size, Order o = Order::relaxed);
+  /// STXR / STLXR (Order::release): stores `v` if the monitor armed by this
+  /// CPU's last load_exclusive of the line still holds; true on success.
+  Task<bool> store_exclusive(Addr a, int size, std::uint64_t v, Order o = Order::relaxed);
   /// Store through the store buffer (Order::release = stlr: drains after the
   /// earlier stores, in order; Order::full also waits for them first).
   Task<void> store(Addr a, int size, std::uint64_t v, Order o = Order::relaxed);
@@ -177,6 +211,14 @@ class Cpu {
   /// interrupt taken while asleep is followed by a new load and check.
   Task<std::uint64_t> spin_until(Addr a, int size, std::function<bool(std::uint64_t)> pred, Order o,
                                  std::string_view what);
+
+  /// Timing perturbation for litmus runs: before each load binds its value and
+  /// each store is written from the buffer, a delay uniform in [0, max) drawn
+  /// from `rng` (nullptr or max 0: none, the default).
+  void set_jitter(sim::RandomStream* rng, Tick max) {
+    jitter_rng_ = rng;
+    jitter_max_ = max;
+  }
 
   // -------------------------------------------------------- interrupts ---
   /// The handler run when an interrupt is taken (set by the interrupt controller).
@@ -243,6 +285,8 @@ class Cpu {
   bool computing_ = false;
   Pending last_load_{~Addr{0}, 8, 0};  ///< the last load served by the cache (address, size, value)
   bool smt_siblings_ = false;          ///< this core has other hardware threads
+  sim::RandomStream* jitter_rng_ = nullptr;
+  Tick jitter_max_ = 0;
 };
 
 }  // namespace cohsim::cpu
