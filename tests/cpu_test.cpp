@@ -212,9 +212,8 @@ TEST_CASE("message passing never shows the flag without the data", "[cpu][litmus
   std::set<std::uint64_t> seen;
   for (const auto& o : litmus(doc, a, b)) seen.insert(o.second);
   // x86 (TSO) and arm64 with barriers forbid flag=1, data=0 (11 and 0 and 1 are allowed).
-  // arm64 without barriers allows it; the model drains stores and performs loads
-  // in order, so it never shows it there either (docs/model.md).
-  CHECK(seen.count(10) == 0);
+  // arm64 without barriers allows it (weak_order_test.cpp opens the window for it).
+  if (arch == "x86" || barriers) CHECK(seen.count(10) == 0);
   CHECK(seen.count(11) == 1);
   CHECK(seen.count(0) == 1);
 }

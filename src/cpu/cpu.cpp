@@ -15,6 +15,13 @@ CpuParams::CpuParams(config::Reader r) {
                                       .def = true});
   store_buffer_entries = static_cast<int>(
       r.integer("store_buffer_entries", Spec{.doc = "stores the buffer holds before the core stalls", .min = 1, .max = 256}));
+  outstanding_loads = static_cast<int>(r.integer(
+      "outstanding_loads",
+      Spec{.doc = "loads in flight at once (L1 miss handling); later loads wait for a slot", .min = 1, .max = 256}));
+  outstanding_stores = static_cast<int>(r.integer(
+      "outstanding_stores",
+      Spec{.doc = "store ownership requests in flight at once (stores to different lines overlap their misses)",
+           .min = 1, .max = 256}));
   store_commit = r.time("store_commit", Spec{.doc = "writing one owned line from the store buffer into L1", .max = 1e6});
   system_ack_interval = r.time(
       "system_ack_interval",
@@ -51,7 +58,10 @@ CpuParams::CpuParams(config::Reader r) {
 
 Cpu::Cpu(int id, const CpuParams& p, fabric::Fabric& fab, sim::Simulator& sim, Core& core)
     : id_(id), p_(p), fab_(fab), sim_(sim), arm_(p.arch == "arm64"), core_(core) {
-  sim_.spawn(fmt::format("cpu{} store buffer", id_), drain_loop(), /*daemon=*/true);
+  for (int i = 0; i < p_.outstanding_stores; ++i) {
+    sim_.spawn(fmt::format("cpu{} store write port {}", id_, i), write_port(), /*daemon=*/true);
+    sim_.spawn(fmt::format("cpu{} store ownership prefetch {}", id_, i), ownership_prefetcher(), /*daemon=*/true);
+  }
   const auto& topo = fab_.interconnect().topology();
   smt_siblings_ = topo.threads_per_core() > 1;
   shares_compute_ = p_.smt_compute_share < 1.0 && smt_siblings_;
@@ -65,31 +75,83 @@ bool Cpu::system_domain(Domain d) const {
 }
 
 // ---------------------------------------------------------------- loads ---
-Task<std::uint64_t> Cpu::load(Addr a, int size, Order o) {
+Cpu::LoadIssue Cpu::note_load_issue(Addr a, int size, Order o) {
   ++stats_.loads;
-  // A dmb before it: the stores before the dmb. ldar after an stlr still
-  // buffered (RCsc): that store and the ones the in-order drain puts first.
-  std::uint64_t wait_through = load_fence_through_;
-  if (o == Order::acquire && arm_) wait_through = std::max(wait_through, release_through_);
-  // (Tested here, not in the callees: a load must not pay a coroutine frame for nothing.)
-  if (stores_drained_ < wait_through) co_await drain_through(wait_through);
-  if (device_load_fence_ > sim_.now()) co_await wait_device_fence(device_load_fence_);
+  LoadIssue in{a, size, ++loads_issued_, stores_buffered_, load_store_fence_, load_fence_, device_load_fence_};
+  // ldar after an stlr still buffered (RCsc): that store and the ones before it.
+  if (o == Order::acquire && arm_) in.stores_first = std::max(in.stores_first, release_through_);
+  const bool acquire = o == Order::acquire || o == Order::acquire_pc || o == Order::full;
+  unbound_.push_back({in.seq, fabric::line_of(a), acquire});
+  if (acquire) last_acquire_ = in.seq;
+  return in;
+}
+
+Task<std::uint64_t> Cpu::load(Addr a, int size, Order o) { return perform_load(note_load_issue(a, size, o), false); }
+
+Task<std::uint64_t> Cpu::load_exclusive(Addr a, int size, Order o) {
+  return perform_load(note_load_issue(a, size, o), true);
+}
+
+bool Cpu::load_blocked(std::uint64_t seq, Addr line, std::uint64_t fence) const {
+  for (const InFlightLoad& l : unbound_) {
+    if (l.seq >= seq) break;
+    if (!arm_ || l.acquire || l.seq <= fence || l.line == line) return true;
+  }
+  return false;
+}
+
+Task<void> Cpu::wait_loads(std::uint64_t seq, Addr line, std::uint64_t fence) {
+  while (load_blocked(seq, line, fence)) co_await sb_changed_.wait(sim_, "earlier loads", line);
+}
+
+bool Cpu::loads_bound_through(std::uint64_t seq) const { return unbound_.empty() || unbound_.front().seq > seq; }
+
+void Cpu::load_bound(std::uint64_t seq) {
+  std::erase_if(unbound_, [seq](const InFlightLoad& l) { return l.seq == seq; });
+  sb_changed_.notify_all(sim_);
+}
+
+Task<void> Cpu::jitter() {
+  if (jitter_rng_ != nullptr && jitter_max_ > 0) co_await sim_.delay(static_cast<Tick>(jitter_rng_->below(jitter_max_)));
+}
+
+Task<std::uint64_t> Cpu::perform_load(LoadIssue in, bool exclusive) {
+  const Addr line = fabric::line_of(in.addr);
+  // A slot among the loads in flight: the oldest outstanding_loads go first.
+  auto older_in_flight = [&] {
+    return std::count_if(unbound_.begin(), unbound_.end(), [&](const InFlightLoad& l) { return l.seq < in.seq; });
+  };
+  while (older_in_flight() >= p_.outstanding_loads) co_await sb_changed_.wait(sim_, "a load slot", line);
+  // (Each test is made here, not in the callees: a load must not pay a coroutine frame for nothing.)
+  if (!stores_written_through(in.stores_first)) co_await wait_stores_written(in.stores_first);
+  if (in.device_fence > sim_.now()) co_await wait_device_fence(in.device_fence);
+  if (load_blocked(in.seq, line, in.loads_fence)) {
+    // Ordered after earlier loads still in flight: the line is fetched now
+    // (an out-of-order core does not wait to start the miss), the value is
+    // bound once they have bound, from the line as it is then.
+    co_await fab_.acquire(id_, line, false);
+    co_await wait_loads(in.seq, line, in.loads_fence);
+  }
+  if (jitter_rng_ != nullptr) co_await jitter();
   for (auto it = sb_.rbegin(); it != sb_.rend(); ++it) {
-    if (it->addr == a && it->size == size) {
+    if (it->seq > in.stores_before) continue;  // a later store in program order
+    if (it->addr == in.addr && it->size == in.size && !exclusive) {
       ++stats_.forwarded_loads;
-      const std::uint64_t v = it->value;  // the drain may pop the entry meanwhile
+      const std::uint64_t v = it->value;  // the write may take the entry meanwhile
+      load_bound(in.seq);
       co_await sim_.delay(fab_.params().l1.latency);
       co_return v;
     }
-    if (it->addr < a + static_cast<Addr>(size) && a < it->addr + static_cast<Addr>(it->size)) {
-      co_await drain_store_buffer();  // partial overlap: no forwarding
+    if (it->addr < in.addr + static_cast<Addr>(in.size) && in.addr < it->addr + static_cast<Addr>(it->size)) {
+      co_await wait_stores_written(it->seq);  // partial overlap (or an exclusive): no forwarding
       break;
     }
   }
-  const Addr line = fabric::line_of(a);
   Tick lat = co_await fab_.acquire(id_, line, false);
-  std::uint64_t v = fab_.read(id_, a, size);
-  last_load_ = {a, size, v};
+  std::uint64_t v = fab_.read(id_, in.addr, in.size);
+  if (exclusive) fab_.set_monitor(id_, line);
+  last_load_ = {in.addr, in.size, v};
+  load_bound(in.seq);
   co_await sim_.delay(lat);
   co_return v;
 }
@@ -115,197 +177,6 @@ LoadFuture Cpu::issue_load(Addr a, int size, Order o) {
   return f;
 }
 
-Task<std::uint64_t> Cpu::load_exclusive(Addr a, int size, Order o) {
-  std::uint64_t v = co_await load(a, size, o);
-  fab_.set_monitor(id_, fabric::line_of(a));
-  co_return v;
-}
-
-Task<bool> Cpu::store_exclusive(Addr a, int size, std::uint64_t v, Order o) {
-  ++stats_.stores;
-  co_await drain_store_buffer();
-  if (o == Order::release || o == Order::full) {
-    const Tick fence = posted_writes_arrived();
-    if (fence > sim_.now()) co_await wait_device_fence(fence);
-  }
-  const Addr line = fabric::line_of(a);
-  Tick lat = co_await fab_.acquire(id_, line, true);
-  if (!fab_.monitor_valid(id_, line)) {
-    ++stats_.llsc_retries;
-    co_await sim_.delay(lat);
-    co_return false;
-  }
-  fab_.write(id_, a, size, v);
-  note_write_done(line);
-  co_await sim_.delay(lat + p_.store_commit);
-  co_return true;
-}
-
-// --------------------------------------------------------------- stores ---
-Task<void> Cpu::store(Addr a, int size, std::uint64_t v, Order o) {
-  ++stats_.stores;
-  // stlr (and any store after a dmb) needs no wait for the earlier stores:
-  // the buffer drains in order, so they are written first. A full-order
-  // store waits for them to be written before it enters.
-  if (o == Order::full) co_await drain_store_buffer();
-  // A release orders every earlier access, posted MMIO writes included (why
-  // arm64 needs no mmiowb: v5.9 arm_smmu_cmdq_issue_cmdlist's owner_prod
-  // release must follow its PROD write, or another owner's PROD could pass it).
-  const Tick fence = o == Order::release || o == Order::full ? std::max(device_store_fence_, posted_writes_arrived())
-                                                             : device_store_fence_;
-  if (fence > sim_.now()) co_await wait_device_fence(fence);
-  while (static_cast<int>(sb_.size()) >= p_.store_buffer_entries)
-    co_await sb_popped_.wait(sim_, "store buffer space");
-  if (sb_.empty()) sim_.hold_run();  // a run ends only when its stores are written
-  sb_.push_back({a, size, v});
-  ++stores_buffered_;
-  if (o == Order::release || o == Order::full) release_through_ = stores_buffered_;
-  sb_pushed_.notify_all(sim_);
-  co_await sim_.delay(p_.cycles(1));
-}
-
-Task<void> Cpu::drain_loop() {
-  for (;;) {
-    while (sb_.empty()) co_await sb_pushed_.wait(sim_, "stores to drain");
-    Pending e = sb_.front();
-    const Addr line = fabric::line_of(e.addr);
-    co_await fab_.acquire(id_, line, true);
-    fab_.write(id_, e.addr, e.size, e.value);
-    note_write_done(line);
-    co_await sim_.delay(p_.store_commit);
-    sb_.pop_front();
-    if (sb_.empty()) sim_.release_run();
-    ++stores_drained_;
-    sb_popped_.notify_all(sim_);
-  }
-}
-
-void Cpu::note_write_done(Addr line) {
-  // Full-system completion: the home's acknowledgement, a round trip away,
-  // issued no closer than system_ack_interval to the previous one.
-  auto& icn = fab_.interconnect();
-  const int home = icn.home_endpoint(fab_.memory().home_node(line));
-  Tick ack = sim_.now() + icn.latency(id_, home) + icn.latency(home, id_);
-  Tick issue = std::max(sim_.now(), last_ack_issue_ + p_.system_ack_interval);
-  last_ack_issue_ = issue;
-  last_system_done_ = std::max(last_system_done_, std::max(ack, issue + p_.system_ack_interval));
-}
-
-Task<void> Cpu::drain_store_buffer() { co_await drain_through(stores_buffered_); }
-
-Task<void> Cpu::drain_through(std::uint64_t count) {
-  while (stores_drained_ < count) co_await sb_popped_.wait(sim_, "store buffer drain");
-}
-
-Task<void> Cpu::wait_device_fence(Tick until) {
-  if (until > sim_.now()) co_await sim_.delay(until - sim_.now());
-}
-
-Task<void> Cpu::wait_system_completion() {
-  co_await drain_store_buffer();
-  const Tick done = std::max(last_system_done_, posted_writes_arrived());
-  if (done > sim_.now()) co_await sim_.delay(done - sim_.now());
-}
-
-Tick Cpu::posted_writes_arrived() const {
-  Tick done = 0;
-  for (const auto& [device, arrival] : device_writes_) done = std::max(done, arrival);
-  return done;
-}
-
-Task<void> Cpu::order_device_access(bool write) {
-  const std::uint64_t through = write ? atomic_fence_through_ : load_fence_through_;
-  if (stores_drained_ < through) co_await drain_through(through);
-  const Tick fence = write ? device_store_fence_ : device_load_fence_;
-  if (fence > sim_.now()) co_await wait_device_fence(fence);
-}
-
-Tick Cpu::post_device_write(int device, Tick arrival) {
-  for (auto& [ep, last] : device_writes_)
-    if (ep == device) return last = std::max(last, arrival);
-  device_writes_.emplace_back(device, arrival);
-  return arrival;
-}
-
-Tick Cpu::device_writes_arrived(int device) const {
-  for (const auto& [ep, last] : device_writes_)
-    if (ep == device) return last;
-  return 0;
-}
-
-// -------------------------------------------------------------- atomics ---
-Task<std::uint64_t> Cpu::rmw(Addr a, int size, RmwOp op, std::uint64_t operand, std::uint64_t compare, Order o) {
-  ++stats_.atomics;
-  // Release semantics (and every x86 locked operation) order earlier stores
-  // first; otherwise a dmb before it orders the stores before the dmb, and an
-  // acquire after a buffered stlr waits for that store (RCsc).
-  if (!arm_ || o == Order::release || o == Order::full) {
-    co_await drain_store_buffer();
-  } else {
-    std::uint64_t wait_through = atomic_fence_through_;
-    if (o == Order::acquire) wait_through = std::max(wait_through, release_through_);
-    if (stores_drained_ < wait_through) co_await drain_through(wait_through);
-  }
-  Tick fence = std::max(device_load_fence_, device_store_fence_);
-  if (o == Order::release || o == Order::full) fence = std::max(fence, posted_writes_arrived());  // as a release store
-  if (fence > sim_.now()) co_await wait_device_fence(fence);
-  // Same-address order: the atomic must act on this CPU's own buffered stores
-  // to its bytes (there is no forwarding into a read-modify-write).
-  for (const Pending& e : sb_)
-    if (e.addr < a + static_cast<Addr>(size) && a < e.addr + static_cast<Addr>(e.size)) {
-      co_await drain_store_buffer();
-      break;
-    }
-  const Addr line = fabric::line_of(a);
-  const std::uint64_t mask = size == 8 ? ~0ull : ((1ull << (8 * size)) - 1);
-  if (fab_.params().atomics_far && (!arm_ || p_.lse)) {
-    std::uint64_t old = co_await fab_.atomic_at_home(id_, a, size, op, operand & mask, compare & mask);
-    co_await sim_.delay(p_.atomic_latency);
-    co_return old;
-  }
-  if (!arm_ || p_.lse) {
-    // The line is fetched exclusive, the atomic executes for atomic_latency,
-    // and its write becomes visible at the end. A line snooped away during
-    // execution is fetched again (the hardware would hold the snoop instead);
-    // the read-modify-write itself happens in one instant, so it is atomic.
-    Tick lat = co_await fab_.acquire(id_, line, true);
-    // Locked operations of SMT siblings share the core: they run one at a time.
-    Tick& core_busy = fab_.core_atomic_busy(id_);
-    Tick start = std::max(sim_.now(), core_busy);
-    core_busy = start + lat + p_.atomic_latency;
-    co_await sim_.delay(core_busy - sim_.now());
-    co_await fab_.acquire(id_, line, true);
-    std::uint64_t old = fab_.read(id_, a, size);
-    std::uint64_t next = fabric::apply_rmw(op, old, operand, compare) & mask;
-    last_load_ = {a, size, old};
-    if (op != RmwOp::cas || old == (compare & mask)) {
-      fab_.write(id_, a, size, next);
-      note_write_done(line);
-      last_load_.value = next;
-    }
-    co_return old;
-  }
-  // LDXR / STXR loop.
-  for (;;) {
-    Tick lat = co_await fab_.acquire(id_, line, false);
-    std::uint64_t old = fab_.read(id_, a, size);
-    fab_.set_monitor(id_, line);
-    co_await sim_.delay(lat);
-    if (op == RmwOp::cas && old != (compare & mask)) co_return old;  // failed compare: clrex
-    std::uint64_t next = fabric::apply_rmw(op, old, operand, compare) & mask;
-    lat = co_await fab_.acquire(id_, line, true);
-    if (!fab_.monitor_valid(id_, line)) {  // someone wrote the line since the LDXR
-      ++stats_.llsc_retries;
-      co_await sim_.delay(lat);
-      continue;
-    }
-    fab_.write(id_, a, size, next);
-    note_write_done(line);
-    co_await sim_.delay(lat + p_.atomic_latency);
-    co_return old;
-  }
-}
-
 // ------------------------------------------------------------- barriers ---
 namespace {
 /// The barrier as the kernel's disassembly names it ("dsb ishst", "dsb oshld", "dsb sy").
@@ -320,6 +191,7 @@ std::string barrier_name(std::string_view insn, Domain d, BarrierType t) {
 Task<void> Cpu::dsb(Domain d, BarrierType t) {
   ++stats_.barriers;
   Tick start = sim_.now();
+  if (t != BarrierType::st) co_await wait_all_loads();
   if (t != BarrierType::ld) {
     if (system_domain(d)) {
       co_await wait_system_completion();
@@ -336,13 +208,13 @@ Task<void> Cpu::dsb(Domain d, BarrierType t) {
 
 Task<void> Cpu::dmb(Domain d, BarrierType t) {
   ++stats_.barriers;
-  // Loads are in order and the store buffer drains in order, so a dmb only
-  // has to make later loads (dmb all) and atomics (dmb all or st) wait for
-  // the stores before it (header comment: inner-shareable completion in
-  // every domain). An osh/sy dmb also orders earlier posted MMIO writes.
+  // No stall: later accesses carry the fence (header comment). Earlier
+  // stores are ordered by inner-shareable completion in every domain; an
+  // osh/sy dmb also orders earlier posted MMIO writes.
+  if (t != BarrierType::st) load_fence_ = loads_issued_;
   if (t != BarrierType::ld) {
-    atomic_fence_through_ = stores_buffered_;
-    if (t == BarrierType::all) load_fence_through_ = stores_buffered_;
+    store_fence_ = stores_buffered_;
+    if (t == BarrierType::all) load_store_fence_ = stores_buffered_;
     if (d == Domain::sy || d == Domain::osh) {
       const Tick posted = posted_writes_arrived();
       device_store_fence_ = std::max(device_store_fence_, posted);
@@ -357,13 +229,21 @@ Task<void> Cpu::isb() { co_await sim_.delay(p_.isb_cost); }
 Task<void> Cpu::mfence() {
   ++stats_.barriers;
   Tick start = sim_.now();
+  co_await wait_all_loads();
   co_await drain_store_buffer();
   co_await sim_.delay(p_.mfence_cost);
   stats_.barrier_stall += sim_.now() - start;
   if (auto* tr = sim_.tracer()) tr->slice(id_, "mfence", "barrier", start, sim_.now());
 }
 
-Task<void> Cpu::lfence() { co_await sim_.delay(p_.lfence_cost); }
+Task<void> Cpu::lfence() {
+  co_await wait_all_loads();
+  co_await sim_.delay(p_.lfence_cost);
+}
+
+Task<void> Cpu::wait_all_loads() {
+  if (!unbound_.empty()) co_await wait_loads(loads_issued_ + 1, ~Addr{0}, loads_issued_);
+}
 Task<void> Cpu::sfence() { co_await sim_.delay(p_.sfence_cost); }
 
 // --------------------------------------------------------- time, spinning ---

@@ -13,24 +13,38 @@
 // and completes when it reaches its device; writes to one device arrive in
 // program order; dsb sy/osh and a later MMIO read of that device wait for it.
 //
-// Ordering, as strong as the architecture and no stronger (the store buffer
-// drains in order and loads perform in order, so store->store and load->any
-// order is always kept; only what would pass those needs waiting):
-//   dmb ish / osh / sy (all): later loads and atomics wait for the stores
-//     before it to reach inner-shareable completion. Every observer of this
-//     model (the CPUs and the I/O-coherent devices, whose reads snoop the
-//     owner's cache through the home) sees a store from then on, so no domain
-//     needs the home's acknowledgement for ordering: that is a completion,
-//     which only a DSB waits for.
-//   dmb *st: later atomics wait as above; later loads do not wait.
-//   dmb *ld: nothing waits (loads are in order already).
-//   dmb osh/sy (all or st) also orders earlier posted MMIO writes before
-//     later accesses (Device memory is outer shareable, outside ish): those
-//     accesses wait for the writes to reach their device.
-//   stlr (release store) enters the buffer behind the earlier stores without
-//     waiting; ldar (acquire load) waits only for the newest release store
-//     still buffered and the stores the in-order drain puts before it (RCsc),
-//     not for plain stores after it.
+// Ordering: arm64 is weakly ordered as ARMv8 allows, x86 is TSO (docs/memory-model.md).
+//   A load binds its value when its line is present (a miss: when the line
+//     arrives) or from the newest earlier buffered store to the same bytes;
+//     loads issued together (issue_load) overlap, up to `outstanding_loads`.
+//   A store waits in the buffer; `outstanding_stores` write ports take the
+//     oldest store whose ordering allows it, own its line and write it, so on
+//     arm64 stores to different lines become visible out of program order;
+//     stores still waiting their turn have ownership requested ahead.
+//   Always kept: per-location order (an older load or store to the line goes
+//     first: CoRR, CoWW, CoRW, CoWR); program order on x86 for loads and
+//     stores, and for every earlier load before a store; dependencies are the
+//     caller's (an address or data is known only once its load is awaited).
+//   arm64: a store may become visible before an earlier load to another line
+//     binds (load buffering); a later load may bind before an earlier one.
+//     dmb ish / osh / sy (all): later loads and stores wait for earlier loads
+//       to bind and earlier stores to be written (inner-shareable completion:
+//       every observer of this model, CPUs and the I/O-coherent devices that
+//       snoop the owner's cache through the home, sees a store from then on,
+//       so no domain needs the home's acknowledgement for ordering: that is a
+//       completion, which only a DSB waits for).
+//     dmb *st: later stores and atomics wait for earlier stores.
+//     dmb *ld: later loads and stores wait for earlier loads.
+//     dmb osh/sy (all or st) also orders earlier posted MMIO writes before
+//       later accesses (Device memory is outer shareable, outside ish).
+//     stlr (release store): written after every earlier load and store;
+//       ldar / ldapr: later loads and stores wait for it to bind; ldar also
+//       waits for the newest stlr (RCsc), ldapr does not (RCpc).
+//     atomics order like a load and a store together, with their suffix.
+//   Every store is other-multi-copy atomic: it reaches every other observer
+//   at once (one coherent copy); only its own CPU reads it earlier, forwarded.
+//   x86: locked operations and mfence wait for every earlier access; lfence
+//   for every earlier load.
 #pragma once
 
 #include <cstdint>
@@ -69,6 +83,8 @@ struct CpuParams {
   double clock_hz = 1e9;
   bool lse = true;              ///< arm64: LSE atomics (CAS, SWP, LDADD...) vs LDXR/STXR loops
   int store_buffer_entries = 16;
+  int outstanding_loads = 1;    ///< loads in flight at once (miss handling)
+  int outstanding_stores = 1;   ///< store ownership requests in flight at once
   Tick store_commit = 0;        ///< writing one owned line from the store buffer into L1
   Tick system_ack_interval = 0; ///< bus-interface spacing of full-system store acknowledgements
   Tick atomic_latency = 0;      ///< execution of an atomic once the line is held
@@ -236,14 +252,57 @@ class Cpu {
   Task<void> poll_interrupts();
 
  private:
+  /// A store in the buffer, with what must happen before it may be written.
   struct Pending {
     Addr addr;
     int size;
     std::uint64_t value;
+    std::uint64_t seq;           ///< store number, from 1, in program order
+    std::uint64_t after_stores;  ///< stores numbered up to this are written first
+    std::uint64_t after_loads;   ///< loads numbered up to this have bound their values first
+    std::uint64_t loads_before;  ///< loads issued before it (those to its line bind first)
+    bool writing = false;        ///< a write port took it
+    bool prefetched = false;     ///< its line's ownership was requested ahead of its turn
   };
-  Task<void> drain_loop();
-  /// Waits until the first `count` stores ever buffered have been written.
-  Task<void> drain_through(std::uint64_t count);
+  /// A load issued whose value is not bound yet.
+  struct InFlightLoad {
+    std::uint64_t seq;
+    Addr line;
+    bool acquire;
+  };
+  /// What a load must wait for, fixed when it is issued (program order).
+  struct LoadIssue {
+    Addr addr;
+    int size;
+    std::uint64_t seq;
+    std::uint64_t stores_before; ///< stores issued before it (the only ones it may be forwarded from)
+    std::uint64_t stores_first;  ///< stores numbered up to this are written first (dmb, ldar after stlr)
+    std::uint64_t loads_fence;   ///< loads numbered up to this bind first (dmb ld/all)
+    Tick device_fence;           ///< posted MMIO writes a dmb osh/sy ordered before it
+  };
+  LoadIssue note_load_issue(Addr a, int size, Order o);
+  Task<std::uint64_t> perform_load(LoadIssue in, bool exclusive);
+  /// True when an earlier load still unbound must bind before load `seq` to
+  /// `line` may (same line; acquire; before a load fence; x86: any).
+  bool load_blocked(std::uint64_t seq, Addr line, std::uint64_t fence) const;
+  Task<void> wait_loads(std::uint64_t seq, Addr line, std::uint64_t fence);
+  /// Waits until every load issued so far has bound its value.
+  Task<void> wait_all_loads();
+  void load_bound(std::uint64_t seq);
+  /// True when every store numbered up to `seq` has been written.
+  bool stores_written_through(std::uint64_t seq) const { return sb_.empty() || sb_.front().seq > seq; }
+  Task<void> wait_stores_written(std::uint64_t seq);
+  /// True when every load numbered up to `seq` has bound its value.
+  bool loads_bound_through(std::uint64_t seq) const;
+  /// Before a write outside the buffer (atomic, store-exclusive) to `a`: what a
+  /// buffered store there would wait for, and this CPU's buffered stores to its bytes.
+  Task<void> order_direct_write(Addr a, int size, bool release);
+  bool ready_to_write(const Pending& e) const;
+  bool may_take(const Pending& e) const;
+  Pending* find_store(std::uint64_t seq);
+  Task<void> write_port();
+  Task<void> ownership_prefetcher();
+  Task<void> jitter();
   /// Waits until `until`, when the posted MMIO writes a dmb osh/sy ordered
   /// before the next access have reached their devices.
   Task<void> wait_device_fence(Tick until);
@@ -260,13 +319,16 @@ class Cpu {
   fabric::Fabric& fab_;
   sim::Simulator& sim_;
   bool arm_;
-  std::deque<Pending> sb_;
-  sim::Signal sb_pushed_, sb_popped_;
-  std::uint64_t stores_buffered_ = 0;  ///< stores ever put in the buffer
-  std::uint64_t stores_drained_ = 0;   ///< of those, written into the cache (in order)
-  std::uint64_t release_through_ = 0;  ///< stores_buffered_ just after the newest release store
-  std::uint64_t load_fence_through_ = 0;    ///< a dmb: later loads wait until this many drained
-  std::uint64_t atomic_fence_through_ = 0;  ///< a dmb (all or st): later atomics wait likewise
+  std::deque<Pending> sb_;  ///< unwritten stores, oldest first
+  sim::Signal sb_changed_;  ///< a store entered or left the buffer, or a load bound
+  std::uint64_t stores_buffered_ = 0;  ///< stores ever put in the buffer (the newest store's number)
+  std::uint64_t release_through_ = 0;  ///< the newest release store's number
+  std::uint64_t store_fence_ = 0;      ///< a dmb (all or st): later stores and atomics wait for stores to here
+  std::uint64_t load_store_fence_ = 0; ///< a dmb (all): later loads wait for stores to here
+  std::vector<InFlightLoad> unbound_;  ///< issued loads not bound yet, oldest first
+  std::uint64_t loads_issued_ = 0;     ///< loads ever issued (the newest load's number)
+  std::uint64_t load_fence_ = 0;       ///< a dmb (all or ld): later loads and stores wait for loads to here
+  std::uint64_t last_acquire_ = 0;     ///< the newest acquire load's number (later accesses wait for it)
   Tick device_load_fence_ = 0;   ///< a dmb osh/sy: later loads wait for posted MMIO writes till then
   Tick device_store_fence_ = 0;  ///< a dmb osh/sy (all or st): later stores and atomics likewise
   std::vector<std::pair<int, Tick>> device_writes_;  ///< per device endpoint: last posted write's arrival
@@ -283,7 +345,12 @@ class Cpu {
   Core& core_;                           ///< the physical core this thread runs on
   bool shares_compute_ = false;          ///< SMT siblings share compute (smt_compute_share < 1)
   bool computing_ = false;
-  Pending last_load_{~Addr{0}, 8, 0};  ///< the last load served by the cache (address, size, value)
+  struct LastLoad {
+    Addr addr;
+    int size;
+    std::uint64_t value;
+  };
+  LastLoad last_load_{~Addr{0}, 8, 0};  ///< the last load served by the cache (address, size, value)
   bool smt_siblings_ = false;          ///< this core has other hardware threads
   sim::RandomStream* jitter_rng_ = nullptr;
   Tick jitter_max_ = 0;

@@ -1,0 +1,277 @@
+// The store side of the core: the store buffer and its write ports, ownership
+// prefetch, posted MMIO writes, atomics and store-exclusives, and what each
+// waits for (cpu.hpp's header comment states the ordering rules).
+#include <algorithm>
+
+#include "cohsim/cpu/cpu.hpp"
+
+namespace cohsim::cpu {
+
+// --------------------------------------------------------------- stores ---
+Task<void> Cpu::store(Addr a, int size, std::uint64_t v, Order o) {
+  ++stats_.stores;
+  const bool release = o == Order::release || o == Order::full;
+  // A full-order store waits for every earlier access before it enters.
+  if (o == Order::full) {
+    co_await drain_store_buffer();
+    if (!loads_bound_through(loads_issued_)) co_await wait_loads(loads_issued_ + 1, ~Addr{0}, loads_issued_);
+  }
+  // A release orders every earlier access, posted MMIO writes included (why
+  // arm64 needs no mmiowb: v5.9 arm_smmu_cmdq_issue_cmdlist's owner_prod
+  // release must follow its PROD write, or another owner's PROD could pass it).
+  const Tick fence = release ? std::max(device_store_fence_, posted_writes_arrived()) : device_store_fence_;
+  if (fence > sim_.now()) co_await wait_device_fence(fence);
+  while (static_cast<int>(sb_.size()) >= p_.store_buffer_entries)
+    co_await sb_changed_.wait(sim_, "store buffer space", a);
+  if (sb_.empty()) sim_.hold_run();  // a run ends only when its stores are written
+  const std::uint64_t seq = ++stores_buffered_;
+  Pending e{a, size, v, seq, store_fence_, std::max(load_fence_, last_acquire_), loads_issued_};
+  // x86 (TSO) and release stores: after every earlier store and load.
+  if (!arm_ || release) {
+    e.after_stores = seq - 1;
+    e.after_loads = loads_issued_;
+  }
+  if (release) release_through_ = seq;
+  sb_.push_back(e);
+  sb_changed_.notify_all(sim_);
+  co_await sim_.delay(p_.cycles(1));
+}
+
+Cpu::Pending* Cpu::find_store(std::uint64_t seq) {
+  for (Pending& e : sb_)
+    if (e.seq == seq) return &e;
+  return nullptr;
+}
+
+bool Cpu::may_take(const Pending& e) const {
+  // Same-line order (coherence): an older store to the line is written first,
+  // and an older load of the line binds first (it must not read this store).
+  const Addr line = fabric::line_of(e.addr);
+  for (const Pending& older : sb_) {
+    if (older.seq >= e.seq) break;
+    if (fabric::line_of(older.addr) == line) return false;
+  }
+  for (const InFlightLoad& l : unbound_) {
+    if (l.seq > e.loads_before) break;
+    if (l.line == line) return false;
+  }
+  return true;
+}
+
+bool Cpu::ready_to_write(const Pending& e) const {
+  return !e.writing && stores_written_through(e.after_stores) && loads_bound_through(e.after_loads) && may_take(e);
+}
+
+Task<void> Cpu::write_port() {
+  // One of `outstanding_stores` ports: takes the oldest store whose ordering
+  // allows it, gets its line's ownership and writes it. On arm64 stores to
+  // different lines are written out of program order when their lines arrive
+  // out of order; x86 stores are ready only in program order.
+  for (;;) {
+    Pending* e = nullptr;
+    for (Pending& cand : sb_)
+      if (ready_to_write(cand)) {
+        e = &cand;
+        break;
+      }
+    if (e == nullptr) {
+      co_await sb_changed_.wait(sim_, "stores to write");
+      continue;
+    }
+    e->writing = true;
+    const std::uint64_t seq = e->seq;
+    const Addr line = fabric::line_of(e->addr);
+    if (jitter_rng_ != nullptr) co_await jitter();
+    co_await fab_.acquire(id_, line, true);
+    e = find_store(seq);  // the buffer may have changed meanwhile
+    fab_.write(id_, e->addr, e->size, e->value);
+    note_write_done(line);
+    co_await sim_.delay(p_.store_commit);
+    std::erase_if(sb_, [seq](const Pending& p) { return p.seq == seq; });
+    if (sb_.empty()) sim_.release_run();
+    sb_changed_.notify_all(sim_);
+  }
+}
+
+Task<void> Cpu::ownership_prefetcher() {
+  // A store that must wait its turn (an earlier store or load is ordered
+  // before it) has its line's ownership requested ahead, as an out-of-order
+  // core's store buffer does: the write then usually hits. Only the first
+  // `outstanding_stores` waiting stores are prefetched.
+  for (;;) {
+    Pending* e = nullptr;
+    int ahead = 0;
+    for (Pending& cand : sb_) {
+      if (cand.writing || ready_to_write(cand)) continue;
+      if (++ahead > p_.outstanding_stores) break;
+      if (!cand.prefetched && may_take(cand)) {
+        e = &cand;
+        break;
+      }
+    }
+    if (e == nullptr) {
+      co_await sb_changed_.wait(sim_, "stores to prefetch");
+      continue;
+    }
+    e->prefetched = true;
+    co_await fab_.acquire(id_, fabric::line_of(e->addr), true);
+  }
+}
+
+void Cpu::note_write_done(Addr line) {
+  // Full-system completion: the home's acknowledgement, a round trip away,
+  // issued no closer than system_ack_interval to the previous one.
+  auto& icn = fab_.interconnect();
+  const int home = icn.home_endpoint(fab_.memory().home_node(line));
+  Tick ack = sim_.now() + icn.latency(id_, home) + icn.latency(home, id_);
+  Tick issue = std::max(sim_.now(), last_ack_issue_ + p_.system_ack_interval);
+  last_ack_issue_ = issue;
+  last_system_done_ = std::max(last_system_done_, std::max(ack, issue + p_.system_ack_interval));
+}
+
+Task<void> Cpu::drain_store_buffer() { co_await wait_stores_written(stores_buffered_); }
+
+Task<void> Cpu::wait_stores_written(std::uint64_t seq) {
+  while (!stores_written_through(seq)) co_await sb_changed_.wait(sim_, "store buffer drain");
+}
+
+Task<void> Cpu::wait_device_fence(Tick until) {
+  if (until > sim_.now()) co_await sim_.delay(until - sim_.now());
+}
+
+Task<void> Cpu::wait_system_completion() {
+  co_await drain_store_buffer();
+  const Tick done = std::max(last_system_done_, posted_writes_arrived());
+  if (done > sim_.now()) co_await sim_.delay(done - sim_.now());
+}
+
+// ------------------------------------------------------ posted MMIO writes ---
+Tick Cpu::posted_writes_arrived() const {
+  Tick done = 0;
+  for (const auto& [device, arrival] : device_writes_) done = std::max(done, arrival);
+  return done;
+}
+
+Task<void> Cpu::order_device_access(bool write) {
+  const std::uint64_t through = write ? store_fence_ : load_store_fence_;
+  if (!stores_written_through(through)) co_await wait_stores_written(through);
+  const Tick fence = write ? device_store_fence_ : device_load_fence_;
+  if (fence > sim_.now()) co_await wait_device_fence(fence);
+}
+
+Tick Cpu::post_device_write(int device, Tick arrival) {
+  for (auto& [ep, last] : device_writes_)
+    if (ep == device) return last = std::max(last, arrival);
+  device_writes_.emplace_back(device, arrival);
+  return arrival;
+}
+
+Tick Cpu::device_writes_arrived(int device) const {
+  for (const auto& [ep, last] : device_writes_)
+    if (ep == device) return last;
+  return 0;
+}
+
+// ------------------------------------------ atomics and store-exclusives ---
+Task<void> Cpu::order_direct_write(Addr a, int size, bool release) {
+  // As a store entering the buffer now would wait (release and x86: every
+  // earlier access; else the dmb fences and an earlier acquire), and the
+  // buffered stores to its bytes are written first (no forwarding into a
+  // read-modify-write).
+  const bool all = release || !arm_;
+  const std::uint64_t stores = all ? stores_buffered_ : store_fence_;
+  const std::uint64_t loads = all ? loads_issued_ : std::max(load_fence_, last_acquire_);
+  if (!stores_written_through(stores)) co_await wait_stores_written(stores);
+  for (auto it = sb_.rbegin(); it != sb_.rend(); ++it)
+    if (it->addr < a + static_cast<Addr>(size) && a < it->addr + static_cast<Addr>(it->size)) {
+      co_await wait_stores_written(it->seq);
+      break;
+    }
+  if (!loads_bound_through(loads)) co_await wait_loads(loads_issued_ + 1, ~Addr{0}, loads);
+  const Addr line = fabric::line_of(a);
+  if (load_blocked(loads_issued_ + 1, line, 0)) co_await wait_loads(loads_issued_ + 1, line, 0);
+  Tick fence = device_store_fence_;
+  if (release) fence = std::max(fence, posted_writes_arrived());  // as a release store
+  if (fence > sim_.now()) co_await wait_device_fence(fence);
+}
+
+Task<bool> Cpu::store_exclusive(Addr a, int size, std::uint64_t v, Order o) {
+  ++stats_.stores;
+  co_await order_direct_write(a, size, o == Order::release || o == Order::full);
+  const Addr line = fabric::line_of(a);
+  Tick lat = co_await fab_.acquire(id_, line, true);
+  if (!fab_.monitor_valid(id_, line)) {
+    ++stats_.llsc_retries;
+    co_await sim_.delay(lat);
+    co_return false;
+  }
+  fab_.write(id_, a, size, v);
+  note_write_done(line);
+  co_await sim_.delay(lat + p_.store_commit);
+  co_return true;
+}
+
+Task<std::uint64_t> Cpu::rmw(Addr a, int size, RmwOp op, std::uint64_t operand, std::uint64_t compare, Order o) {
+  ++stats_.atomics;
+  // The read half orders like a load (a dmb before it, an acquire after a
+  // buffered stlr: RCsc); the write half like a store (order_direct_write).
+  // Every x86 locked operation is a full barrier.
+  const bool release = o == Order::release || o == Order::full;
+  std::uint64_t stores_first = load_store_fence_;
+  if (o == Order::acquire && arm_) stores_first = std::max(stores_first, release_through_);
+  if (!stores_written_through(stores_first)) co_await wait_stores_written(stores_first);
+  co_await order_direct_write(a, size, release);
+  if (!arm_ && !sb_.empty()) co_await drain_store_buffer();
+  Tick fence = device_load_fence_;
+  if (fence > sim_.now()) co_await wait_device_fence(fence);
+  const Addr line = fabric::line_of(a);
+  const std::uint64_t mask = size == 8 ? ~0ull : ((1ull << (8 * size)) - 1);
+  if (fab_.params().atomics_far && (!arm_ || p_.lse)) {
+    std::uint64_t old = co_await fab_.atomic_at_home(id_, a, size, op, operand & mask, compare & mask);
+    co_await sim_.delay(p_.atomic_latency);
+    co_return old;
+  }
+  if (!arm_ || p_.lse) {
+    // The line is fetched exclusive, the atomic executes for atomic_latency,
+    // and its write becomes visible at the end. A line snooped away during
+    // execution is fetched again (the hardware would hold the snoop instead);
+    // the read-modify-write itself happens in one instant, so it is atomic.
+    Tick lat = co_await fab_.acquire(id_, line, true);
+    // Locked operations of SMT siblings share the core: they run one at a time.
+    Tick& core_busy = fab_.core_atomic_busy(id_);
+    Tick start = std::max(sim_.now(), core_busy);
+    core_busy = start + lat + p_.atomic_latency;
+    co_await sim_.delay(core_busy - sim_.now());
+    co_await fab_.acquire(id_, line, true);
+    std::uint64_t old = fab_.read(id_, a, size);
+    std::uint64_t next = fabric::apply_rmw(op, old, operand, compare) & mask;
+    last_load_ = {a, size, old};
+    if (op != RmwOp::cas || old == (compare & mask)) {
+      fab_.write(id_, a, size, next);
+      note_write_done(line);
+      last_load_.value = next;
+    }
+    co_return old;
+  }
+  // LDXR / STXR loop.
+  for (;;) {
+    Tick lat = co_await fab_.acquire(id_, line, false);
+    std::uint64_t old = fab_.read(id_, a, size);
+    fab_.set_monitor(id_, line);
+    co_await sim_.delay(lat);
+    if (op == RmwOp::cas && old != (compare & mask)) co_return old;  // failed compare: clrex
+    std::uint64_t next = fabric::apply_rmw(op, old, operand, compare) & mask;
+    lat = co_await fab_.acquire(id_, line, true);
+    if (!fab_.monitor_valid(id_, line)) {  // someone wrote the line since the LDXR
+      ++stats_.llsc_retries;
+      co_await sim_.delay(lat);
+      continue;
+    }
+    fab_.write(id_, a, size, next);
+    note_write_done(line);
+    co_await sim_.delay(lat + p_.atomic_latency);
+    co_return old;
+  }
+}
+
+}  // namespace cohsim::cpu
