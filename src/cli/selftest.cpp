@@ -1,6 +1,9 @@
 // schema: JSON Schema export from the parameter declarations.
 // selftest coherence: the random coherence tester.
 #include <algorithm>
+#include <array>
+#include <deque>
+#include <unordered_map>
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <filesystem>
@@ -113,24 +116,102 @@ int cmd_schema(const std::vector<std::string>& args) {
 
 namespace {
 
+/// One access of a tester program, for the per-location coherence check.
+struct Access {
+  fabric::Addr word;
+  std::uint64_t value;  ///< written, or read (filled in when the load completes)
+  bool write;
+};
+
+/// Random loads (several in flight), stores of unique values, atomic
+/// increments and the ordering operations of the CPU's architecture (dmb,
+/// dsb, ldar, ldapr, stlr; mfence, lfence), so every reordering path runs
+/// under the fabric's checker; `log` gets this CPU's accesses in program order.
 sim::Task<void> tester(cpu::Cpu& c, const std::vector<fabric::Addr>& lines, int ops, std::uint64_t seed,
-                       std::uint64_t* increments, fabric::Addr counter) {
+                       std::uint64_t* increments, fabric::Addr counter, std::vector<Access>* log) {
+  using cpu::Order;
   sim::RandomStream rng(seed, fmt::format("selftest.cpu{}", c.id()));
+  struct InFlight {
+    cpu::LoadFuture value;
+    std::size_t entry;
+  };
+  std::deque<InFlight> loads;
+  auto settle = [&](std::size_t keep) -> sim::Task<void> {
+    while (loads.size() > keep) {
+      (*log)[loads.front().entry].value = co_await loads.front().value.value();
+      loads.pop_front();
+    }
+  };
+  std::uint64_t written = 0;
   for (int i = 0; i < ops; ++i) {
     fabric::Addr line = lines[rng.below(lines.size())];
     fabric::Addr word = line + 8 * rng.below(8);
-    switch (rng.below(4)) {
-      case 0: co_await c.load(word, 8); break;
-      case 1: co_await c.store(word, 8, rng.next()); break;
-      case 2: co_await c.load(word + 4 * rng.below(2), 4); break;
-      default:
-        co_await c.rmw(counter, 8, fabric::RmwOp::add, 1);
+    const auto order = [&](Order weak, Order strong) { return c.is_arm() && rng.below(4) == 0 ? strong : weak; };
+    switch (rng.below(6)) {
+      case 0:
+      case 1: {
+        const Order o = c.is_arm() ? std::array{Order::relaxed, Order::relaxed, Order::acquire, Order::acquire_pc}[rng.below(4)]
+                                   : Order::relaxed;
+        log->push_back({word, 0, false});
+        loads.push_back({c.issue_load(word, 8, o), log->size() - 1});
+        co_await settle(rng.below(4));  // up to three loads stay in flight
+        break;
+      }
+      case 2: {
+        const std::uint64_t v = (static_cast<std::uint64_t>(c.id()) + 1) << 32 | ++written;  // unique
+        log->push_back({word, v, true});
+        co_await c.store(word, 8, v, order(Order::relaxed, Order::release));
+        break;
+      }
+      case 3: co_await c.load(word + 4 * rng.below(2), 4); break;  // a half word: forwarding refused
+      case 4:
+        co_await c.rmw(counter, 8, fabric::RmwOp::add, 1, 0, order(Order::full, Order::relaxed));
         ++*increments;
+        break;
+      default:
+        if (!c.is_arm()) {
+          if (rng.below(2) == 0) co_await c.mfence();
+          else co_await c.lfence();
+        } else {
+          const auto domain = std::array{cpu::Domain::ish, cpu::Domain::sy}[rng.below(2)];
+          const auto type = std::array{cpu::BarrierType::all, cpu::BarrierType::st, cpu::BarrierType::ld}[rng.below(3)];
+          if (rng.below(4) == 0) co_await c.dsb(domain, type);
+          else co_await c.dmb(domain, type);
+        }
         break;
     }
     c.sim().note_progress();
   }
+  co_await settle(0);
   co_await c.drain_store_buffer();
+}
+
+/// Per-location coherence of one CPU's accesses, in program order, against
+/// the order its words' writes entered (`position`: 0 for the initial value):
+/// reads never go back (CoRR), a read after the CPU's own write sees it or a
+/// later one (CoWR), and a write comes after everything the CPU read or wrote
+/// there before (CoRW, CoWW). Returns the first violation, or "".
+std::string check_per_location(int cpu, const std::vector<Access>& log,
+                               const std::unordered_map<fabric::Addr, std::unordered_map<std::uint64_t, std::size_t>>& position) {
+  std::unordered_map<fabric::Addr, std::size_t> floor;  // per word: the latest position this CPU has seen or made
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    const Access& e = log[i];
+    std::size_t pos = 0;
+    if (e.value != 0) {
+      auto w = position.find(e.word);
+      auto v = w == position.end() ? decltype(w->second)::const_iterator{} : w->second.find(e.value);
+      if (w == position.end() || v == w->second.end())
+        return fmt::format("cpu {} access {} of {:#x}: value {:#x} was never written", cpu, i, e.word, e.value);
+      pos = v->second;
+    }
+    std::size_t& f = floor[e.word];
+    if (e.write ? pos <= f : pos < f)
+      return fmt::format("cpu {} access {} ({} of {:#x}, value {:#x}) is at position {} of the word's coherence order, "
+                         "before position {} that an earlier access of this CPU saw or made",
+                         cpu, i, e.write ? "write" : "read", e.word, e.value, pos, f);
+    f = pos;
+  }
+  return "";
 }
 
 }  // namespace
@@ -147,9 +228,11 @@ int cmd_selftest(const std::vector<std::string>& args) {
       "quiet,q", po::bool_switch(&quiet), "summary only");
   auto parsed = parse_command_line(
       args, d, what,
-      "Random coherence tester: random loads, stores and atomic increments from N CPUs on a few\n"
-      "falsely shared lines, with tiny caches to force evictions, under the checker (single writer,\n"
-      "every read against the coherence order). Exit 1 on a violation or deadlock.");
+      "Random coherence tester: random loads (several in flight), stores, atomic increments and\n"
+      "barriers/acquires/releases from N CPUs on a few falsely shared lines, with tiny caches to force\n"
+      "evictions and timing jitter (named source selftest.jitter), under the checker (single writer,\n"
+      "every read against the coherence order) and a per-location coherence check of each CPU's\n"
+      "accesses in program order (CoRR, CoWR, CoRW, CoWW). Exit 1 on a violation or deadlock.");
   if (!parsed) return kOk;
   if (what != "coherence") throw po::error("usage: cohsim selftest coherence [options]");
   auto doc = scenario::load_platform(platform);
@@ -171,10 +254,20 @@ int cmd_selftest(const std::vector<std::string>& args) {
   for (int i = 0; i < nlines; ++i) lines.push_back(m.memory().alloc(i % nodes, 64, 64, fmt::format("selftest.line{}", i)));
   fabric::Addr counter = m.memory().alloc(0, 64, 64, "selftest.counter");
   std::vector<std::uint64_t> incs(static_cast<std::size_t>(cpus), 0);
+  std::vector<std::vector<Access>> logs(static_cast<std::size_t>(cpus));
+  std::unordered_map<fabric::Addr, std::unordered_map<std::uint64_t, std::size_t>> position;
+  m.fabric().set_write_observer([&](fabric::Addr a, int size, std::uint64_t v) {
+    if (size == 8) position[a].emplace(v, position[a].size() + 1);
+  });
+  sim::RandomStream jitter(seed, "selftest.jitter");
   const int stride = std::max(1, m.cpu_count() / cpus);
+  std::vector<int> ids;
   for (int i = 0; i < cpus; ++i) {
     int c = (i * stride) % m.cpu_count();
-    m.sim().spawn(fmt::format("cpu{} tester", c), tester(m.cpu(c), lines, ops, seed, &incs[static_cast<std::size_t>(i)], counter));
+    ids.push_back(c);
+    m.cpu(c).set_jitter(&jitter, 300 * sim::kNs);  // more interleavings of the same program
+    m.sim().spawn(fmt::format("cpu{} tester", c), tester(m.cpu(c), lines, ops, seed, &incs[static_cast<std::size_t>(i)],
+                                                        counter, &logs[static_cast<std::size_t>(i)]));
   }
   auto t0 = std::chrono::steady_clock::now();
   sim::RunLimits limits;
@@ -194,6 +287,10 @@ int cmd_selftest(const std::vector<std::string>& args) {
   if (rc == kOk && got != expected) {
     failure = fmt::format("atomic counter is {}, {} increments were made", got, expected);
     rc = kCheckFailed;
+  }
+  for (std::size_t i = 0; rc == kOk && i < logs.size(); ++i) {
+    failure = check_per_location(ids[i], logs[i], position);
+    if (!failure.empty()) rc = kCheckFailed;
   }
   const auto& st = m.fabric().stats();
   const double total_ops = static_cast<double>(cpus) * ops;

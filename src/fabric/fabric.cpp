@@ -261,6 +261,7 @@ void Fabric::write(int cpu, Addr a, int size, std::uint64_t value) {
     auto [g, inserted] = golden_.try_emplace(line_of(a), home_line(line_of(a)).mem);
     put_bytes(g->second, a, size, value);
     check_line(line_of(a));
+    if (write_observer_) write_observer_(a, size, value);
   }
 }
 
@@ -470,8 +471,12 @@ Task<std::uint64_t> Fabric::atomic_at_home(int cpu, Addr a, int size, RmwOp op, 
   std::uint64_t old = get_bytes(h.mem, a, size);
   if (checking_) check_value(a, size, old);  // against the coherence order before this write
   std::uint64_t mask = size == 8 ? ~0ull : ((1ull << (8 * size)) - 1);
-  put_bytes(h.mem, a, size, apply_rmw(op, old, operand, compare) & mask);
-  if (checking_) golden_[line] = h.mem;  // the home's memory is now the latest value
+  const std::uint64_t next = apply_rmw(op, old, operand, compare) & mask;
+  put_bytes(h.mem, a, size, next);
+  if (checking_) {
+    golden_[line] = h.mem;  // the home's memory is now the latest value
+    if (write_observer_) write_observer_(a, size, next);
+  }
   home_release(line);
   co_await sim_.delay(icn_.send(home_ep, cpu, sim_.now()) - sim_.now());
   co_return old;
@@ -496,7 +501,10 @@ Task<void> Fabric::device_write(int endpoint, Addr a, int size, std::uint64_t va
   run_directory(t, h);
   co_await sim_.delay(t.home_done - sim_.now());
   put_bytes(h.mem, a, size, value);
-  if (checking_) golden_[line] = h.mem;  // the home's memory is now the latest value
+  if (checking_) {
+    golden_[line] = h.mem;  // the home's memory is now the latest value
+    if (write_observer_) write_observer_(a, size, value);
+  }
   home_release(line);
   co_await sim_.delay(icn_.send(home_ep, endpoint, sim_.now()) - sim_.now());
 }

@@ -12,6 +12,7 @@
 #include <array>
 #include <bitset>
 #include <cstdint>
+#include <functional>
 #include <deque>
 #include <memory>
 #include <string>
@@ -132,6 +133,9 @@ class Fabric {
   /// transition, and every read against the line's coherence order.
   void set_checking(bool on) { checking_ = on; }
   bool checking() const { return checking_; }
+  /// With checking on: called with every write as it enters the coherence
+  /// order of its bytes (address, size, value): a tester's record of that order.
+  void set_write_observer(std::function<void(Addr, int, std::uint64_t)> f) { write_observer_ = std::move(f); }
   /// Violations found by the checker (it also throws on the first one).
   std::uint64_t violations() const { return violations_; }
 
@@ -202,6 +206,7 @@ class Fabric {
   std::unordered_map<Addr, LineStats> line_stats_;
   FabricStats stats_;
   bool checking_ = false;
+  std::function<void(Addr, int, std::uint64_t)> write_observer_;
   std::uint64_t violations_ = 0;
   std::uint64_t home_seq_ = 0;
 };
