@@ -177,21 +177,29 @@ Task<void> SmmuCmdq::poll_set_valid_map(cpu::Cpu& c, std::uint32_t sprod, std::u
   sprod &= ~0x80000000u;
   eprod &= ~0x80000000u;
   const std::uint32_t ewidx = q_idx(eprod) / kWord, ebidx = q_idx(eprod) % kWord;
-  std::uint32_t p = sprod;
-  while (p != eprod) {
+  struct Span {
+    Addr word;
+    std::uint64_t mask, valid;
+    cpu::LoadFuture first;  ///< the wait's first read, issued with the others'
+  };
+  std::vector<Span> spans;
+  for (std::uint32_t p = sprod; p != eprod;) {
     const std::uint32_t swidx = q_idx(p) / kWord, sbidx = q_idx(p) % kWord;
     std::uint32_t limit = kWord;
     if (swidx == ewidx && sbidx < ebidx) limit = ebidx;
     const std::uint64_t mask = (limit == 64 ? ~0ull : ((1ull << limit) - 1)) & ~((1ull << sbidx) - 1);
-    const Addr word = valid_map_ + 8ull * swidx;
-    if (set) {
-      co_await c.rmw(word, 8, RmwOp::bit_xor, mask, 0, Order::relaxed);
-    } else {
-      const std::uint64_t valid = (q_wrp(p) ? 0ull : ~0ull) & mask;
-      co_await c.spin_until(word, 8, [mask, valid](std::uint64_t v) { return (v & mask) == valid; }, Order::relaxed,
-                            "arm_smmu_cmdq: gathered entries valid (valid_map)");
-    }
+    spans.push_back({valid_map_ + 8ull * swidx, mask, (q_wrp(p) ? 0ull : ~0ull) & mask, {}});
     p = inc_prod_n(p, limit - sbidx);
+  }
+  for (Span& w : spans) {
+    if (set) co_await c.rmw(w.word, 8, RmwOp::bit_xor, w.mask, 0, Order::relaxed);
+    else w.first = c.issue_load(w.word, 8);  // independent loads: in flight together
+  }
+  if (set) co_return;
+  for (Span& w : spans) {
+    if (((co_await w.first.value()) & w.mask) == w.valid) continue;
+    co_await c.spin_until(w.word, 8, [mask = w.mask, valid = w.valid](std::uint64_t v) { return (v & mask) == valid; },
+                          Order::relaxed, "arm_smmu_cmdq: gathered entries valid (valid_map)");
   }
 }
 

@@ -192,11 +192,18 @@ Task<void> SmpCall::flush_smp_call_function_queue(cpu::Cpu& c) {
   // First, the SYNC callbacks (their senders wait): func(info), then csd_unlock.
   Addr prev = 0;
   for (Addr csd = entry; csd != 0;) {
-    const Addr csd_next = co_await c.load(csd + CsdLayout::next, 8);  // llist_for_each_entry_safe
-    const std::uint64_t flags = co_await c.load(csd + CsdLayout::flags, 4);
+    // The four field loads are independent (the branch on the type is
+    // predicted): an out-of-order core has them in flight together, which
+    // matters when a csd straddles two lines.
+    cpu::LoadFuture next_f = c.issue_load(csd + CsdLayout::next, 8);  // llist_for_each_entry_safe
+    cpu::LoadFuture flags_f = c.issue_load(csd + CsdLayout::flags, 4);
+    cpu::LoadFuture func_f = c.issue_load(csd + CsdLayout::func, 8);
+    cpu::LoadFuture info_f = c.issue_load(csd + CsdLayout::info, 8);
+    const Addr csd_next = co_await next_f.value();
+    const std::uint64_t flags = co_await flags_f.value();
+    const Addr func = co_await func_f.value();
+    const std::uint64_t info = co_await info_f.value();
     if ((flags & kCsdTypeMask) == kCsdTypeSync) {
-      const Addr func = co_await c.load(csd + CsdLayout::func, 8);
-      const std::uint64_t info = co_await c.load(csd + CsdLayout::info, 8);
       if (prev != 0) co_await c.store(prev + CsdLayout::next, 8, csd_next);
       else entry = csd_next;
       co_await call(c, func, info);
@@ -208,9 +215,12 @@ Task<void> SmpCall::flush_smp_call_function_queue(cpu::Cpu& c) {
   }
   // Second, the ASYNC ones: csd_unlock first, then func(info).
   for (Addr csd = entry; csd != 0;) {
-    const Addr csd_next = co_await c.load(csd + CsdLayout::next, 8);
-    const Addr func = co_await c.load(csd + CsdLayout::func, 8);
-    const std::uint64_t info = co_await c.load(csd + CsdLayout::info, 8);
+    cpu::LoadFuture next_f = c.issue_load(csd + CsdLayout::next, 8);
+    cpu::LoadFuture func_f = c.issue_load(csd + CsdLayout::func, 8);
+    cpu::LoadFuture info_f = c.issue_load(csd + CsdLayout::info, 8);
+    const Addr csd_next = co_await next_f.value();
+    const Addr func = co_await func_f.value();
+    const std::uint64_t info = co_await info_f.value();
     co_await c.store(csd + CsdLayout::flags, 4, 0, Order::release);
     co_await call(c, func, info);
     csd = csd_next;
