@@ -140,3 +140,15 @@ exists (0:X2=0 /\ 1:X2=0)
   for (std::size_t i = 0; i < a.outcomes.size(); ++i) CHECK(a.outcomes[i].count == b.outcomes[i].count);
   CHECK(a.cpus == std::vector<int>{0, 48});  // spread: the second thread on the other socket
 }
+
+TEST_CASE("Threads are spread over physical cores, never on SMT siblings while cores remain", "[litmus]") {
+  // ivybridge-ex numbers CPUs smt-last (Linux x86): CPU 240 is CPU 0's sibling.
+  config::Registry registry;
+  scenario::Machine m(scenario::load_platform(test::source_path("configs/platforms/ivybridge-ex.json")), 1, registry);
+  const auto cpus = thread_placement(m.topology(), 2);
+  REQUIRE(cpus.size() == 2);
+  CHECK(m.topology().cpu(cpus[0]).core_global != m.topology().cpu(cpus[1]).core_global);
+  CHECK(m.topology().cpu(cpus[0]).thread == 0);
+  CHECK(m.topology().cpu(cpus[1]).thread == 0);
+  CHECK(m.topology().cpu(cpus[0]).node != m.topology().cpu(cpus[1]).node);
+}

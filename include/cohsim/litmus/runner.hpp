@@ -50,10 +50,11 @@ struct TestResult {
 /// True when the proposition holds in `state`.
 bool satisfies(const Prop& p, const State& state);
 
-/// Where a test's threads run: spread evenly over the machine's CPU numbers
-/// (thread i on CPU i * (cpus / threads)), so that threads sit on different
-/// clusters, dies and sockets as far as the machine has them.
-std::vector<int> thread_placement(int cpu_count, int threads);
+/// Where a test's threads run: spread evenly over the machine's physical cores
+/// (thread i on the first hardware thread of core i * (cores / threads)), so
+/// that threads sit on different clusters, dies and sockets as far as the
+/// machine has them, and never on SMT siblings when there are cores enough.
+std::vector<int> thread_placement(const topo::Topology& topology, int threads);
 
 /// Runs `test` `runs` times on `machine` (its cpu.arch must match the test's).
 /// Randomness: streams "litmus.home", "litmus.start", "litmus.jitter" and "litmus.branch" from `seed`.
