@@ -30,10 +30,16 @@ bool satisfies(const Prop& p, const State& state) {
   return false;
 }
 
-std::vector<int> thread_placement(int cpu_count, int threads) {
+std::vector<int> thread_placement(const topo::Topology& topology, int threads) {
+  const int cores = topology.core_count();
+  const int stride = std::max(1, cores / std::max(1, threads));
   std::vector<int> cpus;
-  const int stride = std::max(1, cpu_count / std::max(1, threads));
-  for (int i = 0; i < threads; ++i) cpus.push_back(i * stride);
+  for (int i = 0; i < threads; ++i) {
+    const int core = i < cores ? i * stride : i % cores;  // more threads than cores: SMT siblings too
+    const int thread = i < cores ? 0 : i / cores;
+    for (int c = 0; c < topology.cpu_count(); ++c)
+      if (topology.cpu(c).core_global == core && topology.cpu(c).thread == thread) cpus.push_back(c);
+  }
   return cpus;
 }
 
@@ -75,7 +81,7 @@ TestResult run_test(const Test& test, scenario::Machine& m, std::uint64_t runs, 
   if (n > m.cpu_count()) throw RunError(fmt::format("{}: {} threads, {} has {} CPUs", test.file, n, m.name(), m.cpu_count()));
   TestResult result;
   result.platform = m.name();
-  result.cpus = thread_placement(m.cpu_count(), n);
+  result.cpus = thread_placement(m.topology(), n);
   result.runs = runs;
   // Padding, so that no small integer a test uses equals a location's address.
   for (int node = 0; node < m.memory().nodes(); ++node) m.memory().alloc(node, 4096, 64, "litmus.padding");
