@@ -55,6 +55,10 @@ TEST_CASE("litmus uses a directory's kinds.txt: a forbidden outcome witnessed is
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("Verdict One UNSOUND (kinds: Forbidden)") != std::string::npos);
   dir.write("allowed.txt", "One Allowed\n");
+  dir.write("titled.litmus", "AArch64 Titled.litmus\n{ }\n P0 ;\n MOV W0,#1 ;\nexists 0:X0=1\n");
+  dir.write("kinds.txt", "One Forbidden\nTitled Allowed\n");
+  CHECK(run_cli("litmus --runs 5 " + quoted(dir.path.string())).output.find("Verdict Titled.litmus ok (kinds: Allowed)") !=
+        std::string::npos);  // a title that is the file name matches the kinds' bare name
   auto ok = run_cli("litmus --runs 5 --kinds " + quoted(dir.file("allowed.txt")) + " " + quoted(dir.file("one.litmus")));
   CHECK(ok.exit_code == 0);
   CHECK(ok.output.find("Verdict One ok (kinds: Allowed)") != std::string::npos);

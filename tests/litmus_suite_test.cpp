@@ -28,7 +28,7 @@ void run_catalogue(const Catalogue& c) {
   SuiteOptions options;
   options.aarch64_platform = test::source_path("configs/platforms/kunpeng920.json");
   options.x86_platform = test::source_path("configs/platforms/skylake-sp-2s.json");
-  options.runs = 300;
+  options.runs = 1000;
   options.kinds = read_kinds(kinds_files[0]);
   std::map<std::string, scenario::PlatformDoc> platforms;
   std::vector<Entry> entries;
