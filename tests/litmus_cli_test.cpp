@@ -95,6 +95,6 @@ TEST_CASE("A test whose arch does not match the platform is an error", "[litmus]
   auto r = run_cli("litmus --runs 3 --json " + quoted(dir.file("o.json")) + " --platform " +
                    quoted(source_path("configs/platforms/skylake-sp-2s.json")) + " " + quoted(one));
   CHECK(r.exit_code == 2);
-  CHECK(r.output.find("a AArch64 test cannot run on") != std::string::npos);
+  CHECK(r.output.find("an AArch64 test cannot run on") != std::string::npos);
   CHECK(read_json(dir.file("o.json"))["tests"][0]["status"] == "error");
 }

@@ -69,10 +69,16 @@ TEST_CASE("AArch64 addressing modes and instruction forms map onto the subset", 
  B.NE l0             ;
  l0:                 ;
  ADD X20,X2,W4,SXTW  ;
+ LDR X0,[X1,X2,LSL #3] ;
+ STLUR W0,[X1,#4]    ;
+ LDP W0,W2,[X1]      ;
 exists 0:X0=0
 )", "a.litmus");
   const auto& c = t.threads[0].code;
-  REQUIRE(c.size() == 10);
+  REQUIRE(c.size() == 13);
+  CHECK(c[10].addr.index.shift == 3);
+  CHECK((c[11].op == Op::store && c[11].order == cpu::Order::release && c[11].addr.offset == 4));
+  CHECK((c[12].op == Op::load_pair && c[12].order == cpu::Order::relaxed && c[12].dst2 == 2));
   CHECK(c[0].addr.offset == 8);
   CHECK(c[0].size == 8);
   CHECK(c[1].addr.index.reg == 3);
@@ -164,7 +170,7 @@ TEST_CASE("Malformed input names the file, the line and the token", "[litmus]") 
   CHECK(parse_error("AArch64 E\n{ 0:X1=x; }\n P0 ;\n MOV W0,#1 ;\nexists 3:X0=0\n") ==
         "t.litmus:5: unexpected '3': expected a thread of the test (0..0)");
   CHECK(parse_error("AArch64 E\n{ 0:X1=x; }\n P0 ;\n MOV W0,#1 ;\nexists 0:Y0=0\n") ==
-        "t.litmus:5: unexpected 'Y0': expected a AArch64 register");
+        "t.litmus:5: unexpected 'Y0': expected an AArch64 register");
   CHECK(parse_error("AArch64 E\n{ 0:X1=x; }\n P0 ;\n MOV W0,#1\nexists 0:X0=0\n") ==
         "t.litmus:4: unexpected 'MOV W0,#1': expected the row to end with ';'");
   CHECK(parse_error("AArch64 E\n{ 0:X1=x; }\n P0 ;\n B nowhere ;\nexists 0:X0=0\n") ==

@@ -51,6 +51,11 @@ TEST_CASE("Registers and memory end with the values the instructions compute", "
                "a=7 /\\ a[1]=7 /\\ 0:X3=7 /\\ 0:X2=a");
   check_always("int a[2]={6,7}; 0:X1=a;", "ADD X1,X1,#4\nMOV W4,#-4\nLDR W3,[X1,W4,SXTW]\nMOV W5,#0\nLDR W6,[X1,W5,UXTW]",
                "0:X3=6 /\\ 0:X6=7");
+  check_always("int64_t a[4]={1,2,3,4}; 0:X1=a; 0:X2=2;",
+               "LDR X3,[X1,X2,LSL #3]\nLDP X4,X5,[X1]\nADD X6,X1,X2,LSL #3\nLDUR X7,[X6,#8]\nSTP X5,X4,[X6]\nLSL X8,X2,#4",
+               "0:X3=3 /\\ 0:X4=1 /\\ 0:X5=2 /\\ 0:X7=4 /\\ a[2]=2 /\\ a[3]=1 /\\ 0:X8=32");
+  check_always("0:X1=x; x=4;", "LDR W0,[X1]\nTBNZ W0,#2,set\nMOV W2,#9\nset:\nTBZ W0,#2,end\nADD W3,W3,#1\nend:",
+               "0:X2=0 /\\ 0:X3=1");
   check_always("0:X1=x; x=1;", "LDR W0,[X1]\nCMP W0,#1\nCSEL W2,W0,WZR,EQ\nCSEL W3,W0,WZR,NE", "0:X2=1 /\\ 0:X3=0");
   check_always("0:X1=x;", "MOV W0,#3\nloop:\nSUB W0,W0,#1\nLDR W9,[X1]\nADD W2,W2,#1\nCBNZ W0,loop", "0:X2=3 /\\ 0:X0=0");
   check_always("0:X1=x; x=-1;", "LDR X0,[X1]\nMOV W2,#-1", "x=-1 /\\ 0:X0=-1 /\\ 0:X2=4294967295");

@@ -187,7 +187,7 @@ class ConditionParser {
       int width = 8;
       int reg = register_of(t_.arch, reg_token.text, width);
       if (reg < 0 || reg == kZeroRegister)
-        throw ParseError(file_, reg_token.line, reg_token.text, fmt::format("expected a {} register", arch_name(t_.arch)));
+        throw ParseError(file_, reg_token.line, reg_token.text, fmt::format("expected an {} register", arch_name(t_.arch)));
       std::string name = t_.arch == Arch::aarch64 ? fmt::format("{}:X{}", thread, reg)
                                                   : fmt::format("{}:{}", thread, reg_token.text);
       return cell_for(Cell{name, static_cast<int>(thread), reg, -1, 0});
@@ -234,8 +234,6 @@ void parse_final_section(Test& t, std::string_view text, const std::string& file
     last_line += text[i] == '\n';
   ConditionParser(t, tokenize(text, first_line, file), file, last_line).parse();
 }
-
-std::string prop_string(const Prop& p, const Test& t) { return ConditionParser::to_string(p, t); }
 
 }  // namespace detail
 }  // namespace cohsim::litmus

@@ -193,7 +193,7 @@ void parse_init_statement(Test& t, std::string_view stmt, const Source& src, std
     std::string_view reg_name = trim(lhs.substr(colon + 1));
     int width = 8;
     int reg = register_of(t.arch, reg_name, width);
-    if (reg < 0 || reg == kZeroRegister) src.fail(pos, reg_name, fmt::format("expected a {} register", arch_name(t.arch)));
+    if (reg < 0 || reg == kZeroRegister) src.fail(pos, reg_name, fmt::format("expected an {} register", arch_name(t.arch)));
     if (!has_value) src.fail(pos, stmt, "expected '=' and a value");
     if (t.threads.size() <= static_cast<std::size_t>(thread)) t.threads.resize(static_cast<std::size_t>(thread) + 1);
     t.threads[static_cast<std::size_t>(thread)].init.emplace_back(reg, parse_value(t, rhs, src, pos));

@@ -57,12 +57,21 @@ struct Parser {
     o.imm.number = v;
     return o;
   }
-  Extend extend(std::string_view s) const {
+  /// An extension and shift of a register operand: SXTW, UXTW, LSL #n, SXTW #n, UXTW #n.
+  void extend(std::string_view s, Operand& o) const {
     std::string e = upper(trim(s));
-    if (e == "SXTW") return Extend::sxtw;
-    if (e == "UXTW") return Extend::uxtw;
-    if (e == "LSL #0" || e == "LSL#0") return Extend::none;
-    c.fail(s, "expected SXTW or UXTW");
+    std::string kind = e.substr(0, e.find_first_of(" #"));
+    if (kind == "SXTW") o.extend = Extend::sxtw;
+    else if (kind == "UXTW") o.extend = Extend::uxtw;
+    else if (kind != "LSL") c.fail(s, "expected SXTW, UXTW or LSL #n");
+    std::string_view amount = trim(std::string_view(e).substr(kind.size()));
+    if (amount.empty()) {
+      if (kind == "LSL") c.fail(s, "expected LSL #n");
+      return;
+    }
+    std::int64_t n = 0;
+    if (amount[0] != '#' || !parse_integer(amount.substr(1), n) || n < 0 || n > 63) c.fail(s, "expected a shift #0..#63");
+    o.shift = static_cast<int>(n);
   }
   Address address(std::size_t i) const {
     std::string_view s = trim(ops.at(i));
@@ -81,7 +90,7 @@ struct Parser {
         a.offset = o.imm.number;
       } else {
         a.index = o;
-        if (parts.size() == 3) a.index.extend = extend(parts[2]);
+        if (parts.size() == 3) extend(parts[2], a.index);
         else if (parts.size() > 3) c.fail(parts[3], "expected ']'");
         if (o.width == 4 && a.index.extend == Extend::none) c.fail(parts[1], "a W index needs SXTW or UXTW");
       }
@@ -177,8 +186,8 @@ Instr parse_aarch64(std::string_view text, InstrContext& c) {
     in.a = p.source(p.ops[1]);
     return in;
   }
-  static const std::array<std::pair<std::string_view, AluOp>, 5> kAlu = {
-      {{"ADD", AluOp::add}, {"SUB", AluOp::sub}, {"EOR", AluOp::eor}, {"AND", AluOp::and_}, {"ORR", AluOp::orr}}};
+  static const std::array<std::pair<std::string_view, AluOp>, 7> kAlu = {{{"ADD", AluOp::add}, {"SUB", AluOp::sub},
+      {"EOR", AluOp::eor}, {"AND", AluOp::and_}, {"ORR", AluOp::orr}, {"LSL", AluOp::lsl}, {"LSR", AluOp::lsr}}};
   for (auto [name, op] : kAlu)
     if (m == name) {
       if (p.ops.size() != 3 && p.ops.size() != 4) p.count(3);
@@ -187,7 +196,7 @@ Instr parse_aarch64(std::string_view text, InstrContext& c) {
       dst(0);
       in.a = p.source(p.ops[1]);
       in.b = p.source(p.ops[2]);
-      if (p.ops.size() == 4) in.b.extend = p.extend(p.ops[3]);
+      if (p.ops.size() == 4) p.extend(p.ops[3], in.b);
       return in;
     }
   if (m == "CMP") {
@@ -217,12 +226,19 @@ Instr parse_aarch64(std::string_view text, InstrContext& c) {
     c.target_label = p.ops[0];
     return in;
   }
-  if (m == "CBZ" || m == "CBNZ") {
-    p.count(2);
-    in.op = m == "CBZ" ? Op::cbz : Op::cbnz;
+  if (m == "CBZ" || m == "CBNZ" || m == "TBZ" || m == "TBNZ") {
+    const bool bit = m[0] == 'T';
+    p.count(bit ? 3 : 2);
+    in.op = m == "CBZ" || m == "TBZ" ? Op::cbz : Op::cbnz;
     in.a = p.source(p.ops[0]);
     if (in.a.kind != Operand::Kind::reg) c.fail(p.ops[0], "expected a register");
-    c.target_label = p.ops[1];
+    if (bit) {
+      in.b = p.source(p.ops[1]);
+      if (in.b.kind != Operand::Kind::imm || in.b.imm.number < 0 || in.b.imm.number >= 8 * in.a.width)
+        c.fail(p.ops[1], "expected a bit number #n");
+      in.b.imm.number = static_cast<std::int64_t>(std::uint64_t{1} << in.b.imm.number);
+    }
+    c.target_label = p.ops.back();
     return in;
   }
   // Loads and stores: LDR{B,H}, LDAR{B,H}, LDAPR{B,H}, LDXR, LDAXR, STR, STLR, STXR, STLXR.
@@ -231,7 +247,9 @@ Instr parse_aarch64(std::string_view text, InstrContext& c) {
     Op op;
     cpu::Order order;
   };
-  static const std::array<Access, 9> kAccess = {{{"LDR", Op::load, cpu::Order::relaxed},
+  static const std::array<Access, 13> kAccess = {{{"LDR", Op::load, cpu::Order::relaxed},
+      {"LDUR", Op::load, cpu::Order::relaxed}, {"STUR", Op::store, cpu::Order::relaxed},
+      {"STLUR", Op::store, cpu::Order::release}, {"LDAPUR", Op::load, cpu::Order::acquire_pc},
       {"LDAR", Op::load, cpu::Order::acquire}, {"LDAPR", Op::load, cpu::Order::acquire_pc},
       {"LDXR", Op::load_excl, cpu::Order::relaxed}, {"LDAXR", Op::load_excl, cpu::Order::acquire},
       {"STR", Op::store, cpu::Order::relaxed}, {"STLR", Op::store, cpu::Order::release},
@@ -266,10 +284,10 @@ Instr parse_aarch64(std::string_view text, InstrContext& c) {
     in.addr = p.address(1);
     return in;
   }
-  if (m == "STILP" || m == "LDIAPP") {
-    p.count(3);
-    in.op = m == "STILP" ? Op::store_pair : Op::load_pair;
-    in.order = m == "STILP" ? cpu::Order::release : cpu::Order::acquire_pc;
+  if (m == "STILP" || m == "LDIAPP" || m == "STP" || m == "LDP") {
+    if (p.ops.size() != 4) p.count(3);
+    in.op = m == "STILP" || m == "STP" ? Op::store_pair : Op::load_pair;
+    in.order = m == "STILP" ? cpu::Order::release : m == "LDIAPP" ? cpu::Order::acquire_pc : cpu::Order::relaxed;
     if (in.op == Op::store_pair) {
       in.a = p.source(p.ops[0]);
       in.b = p.source(p.ops[1]);

@@ -75,7 +75,7 @@ struct JitterGuard {
 TestResult run_test(const Test& test, scenario::Machine& m, std::uint64_t runs, std::uint64_t seed) {
   const bool arm = m.cpu_params().arch == "arm64";
   if (arm != (test.arch == Arch::aarch64))
-    throw RunError(fmt::format("{}: a {} test cannot run on {} (cpu.arch {})", test.file, test.arch_word, m.name(),
+    throw RunError(fmt::format("{}: an {} test cannot run on {} (cpu.arch {})", test.file, test.arch_word, m.name(),
                                m.cpu_params().arch));
   const int n = static_cast<int>(test.threads.size());
   if (n > m.cpu_count()) throw RunError(fmt::format("{}: {} threads, {} has {} CPUs", test.file, n, m.name(), m.cpu_count()));

@@ -56,6 +56,8 @@ std::uint64_t alu(AluOp op, std::uint64_t a, std::uint64_t b) {
     case AluOp::eor: return a ^ b;
     case AluOp::and_: return a & b;
     case AluOp::orr: return a | b;
+    case AluOp::lsl: return b >= 64 ? 0 : a << b;
+    case AluOp::lsr: return b >= 64 ? 0 : a >> b;
   }
   return 0;
 }
@@ -109,7 +111,7 @@ std::uint64_t ThreadExec::eval(Val v) {
   if (v.node < 0) return v.k;
   Node& n = nodes_[static_cast<std::size_t>(v.node)];
   if (n.known) return n.value;
-  const Node copy = n;  // evaluating children may not move nodes_, but keep this independent of it
+  const Node copy = n;  // the children are evaluated through nodes_ too
   std::uint64_t r = 0;
   switch (copy.kind) {
     case Kind::load: throw RunError("internal: a load's value used before it was awaited");
@@ -162,8 +164,9 @@ Val ThreadExec::operand(const Operand& o) {
   if (o.kind == Operand::Kind::none) return Val{};
   if (o.kind == Operand::Kind::imm) return Val{-1, layout_->address_of(o.imm)};
   Val v = o.reg == kZeroRegister ? Val{} : regs_[static_cast<std::size_t>(o.reg)];
-  if (o.extend == Extend::sxtw) return make(Kind::sign_extend32, 0, 8, v);
-  if (o.width == 4 || o.extend == Extend::uxtw) return make(Kind::zero_extend32, 0, 4, v);
+  if (o.extend == Extend::sxtw) v = make(Kind::sign_extend32, 0, 8, v);
+  else if (o.width == 4 || o.extend == Extend::uxtw) v = make(Kind::zero_extend32, 0, 4, v);
+  if (o.shift > 0) v = make(Kind::alu, static_cast<std::uint8_t>(AluOp::lsl), 8, v, Val{-1, static_cast<std::uint64_t>(o.shift)});
   return v;
 }
 
@@ -338,7 +341,10 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
       case Op::cbnz: {
         Val condition = in.op == Op::branch ? flags_condition(in.cond)
                         : make(Kind::condition, static_cast<std::uint8_t>(in.op == Op::cbz ? Cond::eq : Cond::ne),
-                               in.a.width, operand(in.a), Val{});
+                               in.a.width, in.b.kind == Operand::Kind::imm  // TBZ / TBNZ test one bit
+                                               ? make(Kind::alu, static_cast<std::uint8_t>(AluOp::and_), 8, operand(in.a), operand(in.b))
+                                               : operand(in.a),
+                               Val{});
         if (in.op == Op::branch && in.cond == Cond::al) {
           pc_ = in.target;
           continue;

@@ -50,7 +50,7 @@ struct Value {
 };
 
 /// Arithmetic and logic of the subset.
-enum class AluOp : std::uint8_t { add, sub, eor, and_, orr };
+enum class AluOp : std::uint8_t { add, sub, eor, and_, orr, lsl, lsr };
 /// Branch and select conditions (AArch64 names; x86 jcc map onto them).
 enum class Cond : std::uint8_t { al, eq, ne, lt, ge, gt, le, lo, hs, hi, ls, mi, pl };
 /// How an index register extends before it is added (AArch64 [Xn,Wm,SXTW]).
@@ -62,6 +62,7 @@ struct Operand {
   int reg = kZeroRegister;
   int width = 8;           ///< 4 for W / e?x registers, 8 for X / r?x
   Extend extend = Extend::none;
+  int shift = 0;           ///< left shift after the extension (LSL #n, SXTW #n)
   Value imm;
 };
 
@@ -85,15 +86,15 @@ enum class Op : std::uint8_t {
   csel,         ///< dst = cond ? a : b
   load,         ///< dst = [addr] (order)
   store,        ///< [addr] = a (order)
-  load_pair,    ///< LDIAPP: dst = [addr], dst2 = [addr + size], ordered like LDAPR
-  store_pair,   ///< STILP: [addr] = a, then [addr + size] = b, each a release
+  load_pair,    ///< LDP / LDIAPP: dst = [addr], dst2 = [addr + size] (LDIAPP: each like LDAPR, in order)
+  store_pair,   ///< STP / STILP: [addr] = a, then [addr + size] = b (STILP: each a release)
   load_excl,    ///< LDXR / LDAXR
   store_excl,   ///< STXR / STLXR: dst = 0 on success, 1 on failure
   rmw,          ///< CAS / SWP / LD<op> / ST<op> / x86 locked ops: dst = old value (unless no result)
   mem_alu,      ///< x86 non-locked ADD / INC to memory: a load, then a store of old <alu> a
   dmb, dsb, isb, mfence, lfence, sfence,
   branch,       ///< if cond(flags) goto target (Cond::al: always)
-  cbz, cbnz,    ///< if a ==/!= 0 goto target
+  cbz, cbnz,    ///< if a ==/!= 0 goto target (TBZ / TBNZ: if (a AND b) ==/!= 0)
 };
 
 /// One instruction, in the form the runner executes.
@@ -154,7 +155,7 @@ struct Test {
   std::string unsupported;     ///< e.g. "instruction 'TLBI VAAE1IS,X9' (line 9)"
   std::vector<Location> locations;
   std::vector<Thread> threads;
-  std::vector<Cell> cells;     ///< what the final state records: condition cells, then `locations [...]`
+  std::vector<Cell> cells;     ///< what the final state records: `locations [...]` and the condition's cells, in order of appearance
   Quantifier quantifier = Quantifier::exists;
   Prop prop;
   std::string condition;       ///< the condition, printed as herd does
