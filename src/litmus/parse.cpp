@@ -237,11 +237,6 @@ void parse_init_statement(Test& t, std::string_view stmt, const Source& src, std
 
 }  // namespace
 
-// Condition parsing lives in condition.cpp.
-namespace detail {
-void parse_final_section(Test& t, std::string_view text, const std::string& file, int first_line);
-}
-
 Test parse_test(std::string_view text, const std::string& file) {
   Source src(text, file);
   const std::string& s = src.text();

@@ -46,6 +46,9 @@ int x86_register(std::string_view name, int& width);
 /// A register of `arch` by name (-1 if none).
 int register_of(Arch arch, std::string_view name, int& width);
 
+/// The final section (`locations [...]` and the condition) starting at line `first_line`.
+void parse_final_section(Test& t, std::string_view text, const std::string& file, int first_line);
+
 /// One AArch64 instruction (throws ParseError or Unsupported).
 Instr parse_aarch64(std::string_view text, InstrContext& c);
 /// One x86 instruction, Intel operand order (`X86`) or AT&T (`X86_64`).
