@@ -177,6 +177,10 @@ TEST_CASE("Malformed input names the file, the line and the token", "[litmus]") 
         "t.litmus:4: unexpected 'nowhere': expected a label of P0");
   CHECK(parse_error("AArch64 E\n{ 0:X1=x; }\n P0 ;\n NOP ;\nexists (0:X0=0\n") ==
         "t.litmus:5: unexpected 'end of file': expected ')'");
+  CHECK(parse_error("AArch64 E\n{ }\n P0 ;\n MO/\\V W0,#1 ;\nexists 0:X0=0\n") ==
+        "t.litmus:4: unexpected 'MO/\\V': expected an instruction mnemonic");
+  CHECK(parse_error("X86_64 E\n{ }\n P0 ;\n movl%ebx ;\nexists 0:rax=0\n") ==
+        "t.litmus:4: unexpected 'movl%ebx': expected an instruction mnemonic");
   CHECK(parse_error("X86_64 E\n{ }\n P0 ;\n movl $1,%zz ;\nexists 0:rax=0\n") ==
         "t.litmus:4: unexpected '%zz': expected %reg, $imm or (x)");
 }

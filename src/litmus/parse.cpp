@@ -80,6 +80,11 @@ bool is_identifier(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
 }
 
+bool is_mnemonic(std::string_view s) {
+  return !s.empty() && std::isalpha(static_cast<unsigned char>(s[0])) &&
+         std::all_of(s.begin(), s.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.'; });
+}
+
 int location_index(Test& t, std::string_view name) {
   for (std::size_t i = 0; i < t.locations.size(); ++i)
     if (t.locations[i].name == name) return static_cast<int>(i);

@@ -159,6 +159,7 @@ Instr parse_aarch64(std::string_view text, InstrContext& c) {
   std::size_t sp = text.find_first_of(" \t");
   Parser p{c, upper(text.substr(0, sp)), sp == std::string_view::npos ? std::vector<std::string>{} : split_operands(text.substr(sp)), text};
   const std::string& m = p.mnemonic;
+  if (!is_mnemonic(m)) c.fail(text.substr(0, sp), "expected an instruction mnemonic");
   Instr in;
   int width = 8;
   auto dst = [&](std::size_t i) {

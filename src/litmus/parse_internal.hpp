@@ -38,6 +38,9 @@ bool parse_integer(std::string_view s, std::int64_t& out);
 int location_index(Test& t, std::string_view name);
 /// True for a C-like identifier.
 bool is_identifier(std::string_view s);
+/// True for a word that can be a mnemonic (letters and digits, AArch64 "B.EQ" dots):
+/// an unknown one is unsupported, anything else a syntax error.
+bool is_mnemonic(std::string_view s);
 
 /// An AArch64 register name (X0..X30, W0..W30, XZR, WZR): its index and width, or -1.
 int aarch64_register(std::string_view name, int& width);

@@ -115,6 +115,8 @@ Instr parse_x86(std::string_view text, InstrContext& c, bool att) {
     return w;
   };
   std::string m = next_word();
+  if (!is_mnemonic(m) || m.find('.') != std::string::npos)
+    c.fail(text.substr(0, text.find_first_of(" \t")), "expected an instruction mnemonic");
   bool locked = false;
   if (m == "LOCK") {
     locked = true;
