@@ -160,6 +160,8 @@ TEST_CASE("A feature outside the subset makes the test unsupported, naming it", 
   CHECK(vmsa.unsupported == "Variant=vmsa");
   Test pte = parse_test("AArch64 P\n{ pteval_t 0:X1=(valid:0); }\n P0 ;\n NOP ;\nexists 0:X0=0\n", "p.litmus");
   CHECK(pte.unsupported == "type 'pteval_t'");
+  Test label = parse_test("AArch64 L\n{ 0:X1=1:L0; }\n P0 | P1 ;\n NOP | L0: ;\nexists 0:X0=0\n", "l.litmus");
+  CHECK(label.unsupported == "initial value '1:L0'");
   Test ppc = parse_test("PPC MP\n{ }\n P0 ;\n sync ;\nexists 0:r1=0\n", "ppc.litmus");
   CHECK(ppc.unsupported == "architecture 'PPC'");
 }
@@ -167,6 +169,8 @@ TEST_CASE("A feature outside the subset makes the test unsupported, naming it", 
 TEST_CASE("Malformed input names the file, the line and the token", "[litmus]") {
   CHECK(parse_error("AArch64 E\n{ 0:X1=x; }\n P0 ;\n LDR W0,[Q1] ;\nexists 0:X0=0\n") ==
         "t.litmus:4: unexpected 'Q1': expected a base register X0..X30");
+  CHECK(parse_error("AArch64 E\n{ 0:X1=x 0:X2=y; }\n P0 ;\n NOP ;\nexists 0:X0=0\n") ==
+        "t.litmus:2: unexpected 'x 0:X2=y': expected an integer or a location name");
   CHECK(parse_error("AArch64 E\n{ 0:X1=x; }\n P0 ;\n MOV W0,#1 ;\nexists 3:X0=0\n") ==
         "t.litmus:5: unexpected '3': expected a thread of the test (0..0)");
   CHECK(parse_error("AArch64 E\n{ 0:X1=x; }\n P0 ;\n MOV W0,#1 ;\nexists 0:Y0=0\n") ==

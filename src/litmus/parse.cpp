@@ -163,7 +163,11 @@ Value parse_value(Test& t, std::string_view text, const Source& src, std::size_t
   std::int64_t n = 0;
   if (parse_integer(text, n)) return Value{n, -1};
   if (is_identifier(text)) return Value{0, location_index(t, text)};
-  if (text.find('(') != std::string_view::npos || text.find(':') != std::string_view::npos)
+  // Page-table values (PTE(x), (oa:PA(x))) and code labels (1:L0) belong to features outside the subset.
+  const auto colon = text.find(':');
+  std::int64_t thread = 0;
+  if (text.find('(') != std::string_view::npos ||
+      (colon != std::string_view::npos && parse_integer(text.substr(0, colon), thread) && is_identifier(trim(text.substr(colon + 1)))))
     throw Unsupported{fmt::format("initial value '{}'", text)};
   src.fail(pos, text, "expected an integer or a location name");
 }
