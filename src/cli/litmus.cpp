@@ -22,7 +22,7 @@ int cmd_litmus(const std::vector<std::string>& args) {
       "platform", po::value(&platform),
       "platform file for every test (default: configs/platforms/kunpeng920.json for AArch64 tests, "
       "skylake-sp-2s.json for x86 tests)")("runs", po::value(&options.runs)->default_value(1000), "runs per test")(
-      "seed", po::value(&options.seed)->default_value(1), "seed of the named random streams litmus.start, litmus.jitter, litmus.branch")(
+      "seed", po::value(&options.seed)->default_value(1), "seed of the named random streams litmus.home, litmus.start, litmus.jitter, litmus.branch")(
       "kinds", po::value(&kinds_file),
       "herd kinds file (NAME Allowed|Forbidden|Required per line); default: the kinds.txt of each directory "
       "PATH or @list's directory")("json", po::value(&json_file), "write the results as JSON (atomically)");
@@ -37,7 +37,7 @@ int cmd_litmus(const std::vector<std::string>& args) {
   po::notify(vm);
   if (vm.count("help")) {
     std::cout << "Runs herd7-format litmus tests (AArch64; x86 as X86 or X86_64) on the simulated cores of a\n"
-                 "platform: each test N times on fresh addresses, its threads spread over the machine's CPUs,\n"
+                 "platform: each test N times on fresh addresses, its threads spread over the machine's cores,\n"
                  "with random start offsets and per-access timing jitter. Prints the outcome histogram, the\n"
                  "Observation line herd prints and, with kinds, a verdict per test: ok, UNSOUND (a forbidden\n"
                  "outcome witnessed: exit 1) or not-seen (an allowed outcome never witnessed). PATH is a .litmus\n"
