@@ -188,3 +188,13 @@ TEST_CASE("Malformed input names the file, the line and the token", "[litmus]") 
   CHECK(parse_error("X86_64 E\n{ }\n P0 ;\n movl $1,%zz ;\nexists 0:rax=0\n") ==
         "t.litmus:4: unexpected '%zz': expected %reg, $imm or (x)");
 }
+
+TEST_CASE("A test without an init section, or with an empty one, parses", "[litmus]") {
+  for (const char* init : {"", "{}\n", "{\n}\n"}) {
+    Test t = parse_test(std::string("AArch64 NoInit\nStable=X2\n") + init + " P0 ;\n MOV W0,#1 ;\nforall 0:X0=1\n", "n.litmus");
+    CHECK(t.unsupported.empty());
+    REQUIRE(t.threads.size() == 1);
+    CHECK(t.threads[0].code.size() == 1);
+    CHECK(t.locations.empty());
+  }
+}

@@ -266,9 +266,9 @@ Test parse_test(std::string_view text, const std::string& file) {
   }
   const bool att = t.arch_word == "X86_64";
   try {
-    // Header lines up to '{'.
+    // Header lines up to '{' (or up to the program table, for a test without an init section).
     pos = end;
-    std::size_t brace = std::string::npos;
+    std::size_t brace = std::string::npos, table = std::string::npos;
     while (pos < s.size()) {
       std::size_t b = pos + 1;
       std::size_t e = line_end(s, b);
@@ -277,16 +277,21 @@ Test parse_test(std::string_view text, const std::string& file) {
         brace = b + static_cast<std::size_t>(line.data() - (s.data() + b));
         break;
       }
+      if (line.starts_with("P0") && line.size() > 2 && (line[2] == '|' || line[2] == ';' || std::isspace(static_cast<unsigned char>(line[2])))) {
+        table = b;
+        break;
+      }
       const std::string key = upper(line.substr(0, line.find('=')));
       if (line.find('=') != std::string_view::npos && (key == "VARIANT" || key == "CACHETYPE"))
         throw Unsupported{std::string(line)};
       pos = e;
     }
-    if (brace == std::string::npos) src.fail(s.size(), "", "expected '{' opening the init section");
+    if (brace == std::string::npos && table == std::string::npos)
+      src.fail(s.size(), "", "expected '{' opening the init section");
     // Init section: statements separated by ';' up to the matching '}'.
     int depth = 0;
-    std::size_t stmt_start = brace + 1, close = std::string::npos;
-    for (std::size_t i = brace; i < s.size() && close == std::string::npos; ++i) {
+    std::size_t stmt_start = brace + 1, close = table == std::string::npos ? std::string::npos : table - 1;
+    for (std::size_t i = brace; table == std::string::npos && i < s.size() && close == std::string::npos; ++i) {
       if (s[i] == '{') ++depth;
       else if (s[i] == '}' && --depth == 0) close = i;
       if (depth == 1 && s[i] == ';') {
