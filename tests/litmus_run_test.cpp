@@ -6,6 +6,7 @@
 
 #include "cohsim/litmus/report.hpp"
 #include "cohsim/litmus/runner.hpp"
+#include "src/litmus/thread_exec.hpp"
 #include "test_support.hpp"
 
 using namespace cohsim;
@@ -156,4 +157,35 @@ TEST_CASE("Threads are spread over physical cores, never on SMT siblings while c
   CHECK(m.topology().cpu(cpus[0]).thread == 0);
   CHECK(m.topology().cpu(cpus[1]).thread == 0);
   CHECK(m.topology().cpu(cpus[0]).node != m.topology().cpu(cpus[1]).node);
+}
+
+namespace {
+
+/// Simulated time one thread of `code` takes on CPU 0 of kunpeng920 with x and y
+/// homed on the other socket (fresh lines), registers X0 and X2 named by the condition.
+sim::Tick thread_time(const std::string& code) {
+  Test t = parse_test("AArch64 T\n{ 0:X1=x; 0:X3=y; }\n P0 ;\n" + code + "exists (0:X0=0 /\\ 0:X2=0)\n", "t.litmus");
+  config::Registry registry;
+  scenario::Machine m(scenario::load_platform(test::source_path("configs/platforms/kunpeng920.json")), 1, registry);
+  detail::Layout layout;
+  for (const auto& l : t.locations) {
+    layout.base.push_back(m.memory().alloc(m.topology().node_of_cpu(48), 64, 64, l.name));
+    layout.bytes.push_back(8);
+  }
+  sim::RandomStream branches(1, "test.branch");
+  detail::ThreadExec thread(t, 0, m.cpu(0), branches);
+  thread.reset(layout);
+  m.sim().spawn("P0", thread.run(0));
+  m.sim().run();
+  return m.sim().now();
+}
+
+}  // namespace
+
+TEST_CASE("Independent loads overlap; an address dependency waits for the first load", "[litmus]") {
+  const sim::Tick one = thread_time(" LDR W0,[X1] ;\n");
+  const sim::Tick independent = thread_time(" LDR W0,[X1] ;\n LDR W2,[X3] ;\n");
+  const sim::Tick dependent = thread_time(" LDR W0,[X1] ;\n EOR W4,W0,W0 ;\n LDR W2,[X3,W4,SXTW] ;\n");
+  CHECK(independent < one * 3 / 2);
+  CHECK(dependent >= one * 19 / 10);
 }
