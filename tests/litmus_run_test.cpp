@@ -93,6 +93,18 @@ TEST_CASE("A mispredicted branch discards the loads issued on its wrong path", "
 forall (0:X2=0 /\ 0:X0=1)
 )", 200);
   CHECK(r.negative == 0);
+  // A store after an unresolved branch waits for it: never written on a wrong path.
+  TestResult store = run_text(R"(AArch64 SpecStore
+{ 0:X1=x; 0:X3=y; x=0; }
+ P0             ;
+ LDR W0,[X1]    ;
+ CBZ W0,skip    ;
+ MOV W2,#1      ;
+ STR W2,[X3]    ;
+ skip:          ;
+forall (y=0)
+)", 200);
+  CHECK(store.negative == 0);
 }
 
 TEST_CASE("exists and ~exists are witnessed by a run satisfying P, forall by one violating it", "[litmus]") {
