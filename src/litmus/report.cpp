@@ -66,30 +66,34 @@ std::string format_entry(const Entry& e) {
   return out + "\n";
 }
 
-std::string format_summary(const std::vector<Entry>& entries) {
-  int ok = 0, unsound = 0, not_seen = 0, unsupported = 0, errors = 0, no_verdict = 0;
-  int allowed_run = 0, allowed_seen = 0;
+Summary summarize(const std::vector<Entry>& entries) {
+  Summary s;
+  s.tests = static_cast<int>(entries.size());
   for (const Entry& e : entries) {
-    if (e.status == Entry::Status::unsupported) ++unsupported;
-    else if (e.status == Entry::Status::error) ++errors;
-    else if (e.verdict == Verdict::ok) ++ok;
-    else if (e.verdict == Verdict::unsound) ++unsound;
-    else if (e.verdict == Verdict::not_seen) ++not_seen;
-    else ++no_verdict;
+    if (e.status == Entry::Status::unsupported) ++s.unsupported;
+    else if (e.status == Entry::Status::error) ++s.errors;
+    else if (e.verdict == Verdict::ok) ++s.ok;
+    else if (e.verdict == Verdict::unsound) ++s.unsound;
+    else if (e.verdict == Verdict::not_seen) ++s.not_seen;
+    else ++s.no_verdict;
     if (e.status == Entry::Status::ok && e.kind == Kind::allowed) {
-      ++allowed_run;
-      allowed_seen += e.result.witnessed;
+      ++s.allowed_run;
+      s.allowed_seen += e.result.witnessed;
     }
   }
-  const int total = static_cast<int>(entries.size());
-  const int supported = total - unsupported;
-  std::string out = fmt::format("Summary: tests {}, ok {}, UNSOUND {}, not-seen {}, unsupported {}, errors {}", total, ok,
-                                unsound, not_seen, unsupported, errors);
-  if (no_verdict > 0) out += fmt::format(", no verdict {}", no_verdict);
-  out += fmt::format("\nSupported: {} of {} ({:.1f} %)", supported, total, total > 0 ? 100.0 * supported / total : 0.0);
-  if (allowed_run > 0)
-    out += fmt::format("; allowed outcomes witnessed: {} of {} ({:.1f} %)", allowed_seen, allowed_run,
-                       100.0 * allowed_seen / allowed_run);
+  return s;
+}
+
+std::string format_summary(const std::vector<Entry>& entries) {
+  const Summary s = summarize(entries);
+  const int supported = s.tests - s.unsupported;
+  std::string out = fmt::format("Summary: tests {}, ok {}, UNSOUND {}, not-seen {}, unsupported {}, errors {}", s.tests,
+                                s.ok, s.unsound, s.not_seen, s.unsupported, s.errors);
+  if (s.no_verdict > 0) out += fmt::format(", no verdict {}", s.no_verdict);
+  out += fmt::format("\nSupported: {} of {} ({:.1f} %)", supported, s.tests, s.tests > 0 ? 100.0 * supported / s.tests : 0.0);
+  if (s.allowed_run > 0)
+    out += fmt::format("; allowed outcomes witnessed: {} of {} ({:.1f} %)", s.allowed_seen, s.allowed_run,
+                       100.0 * s.allowed_seen / s.allowed_run);
   return out + "\n";
 }
 

@@ -50,6 +50,14 @@ struct Entry {
 /// The herd/litmus7-style block of one entry (histogram, Positive/Negative,
 /// Condition, Observation), with the run's placement and the verdict.
 std::string format_entry(const Entry& e);
+/// Counts over a list of entries (what the summary line prints).
+struct Summary {
+  int tests = 0, ok = 0, unsound = 0, not_seen = 0, unsupported = 0, errors = 0, no_verdict = 0;
+  int allowed_run = 0;   ///< tests run whose kind is Allowed
+  int allowed_seen = 0;  ///< of those, witnessed
+};
+/// Counts the entries by verdict and status.
+Summary summarize(const std::vector<Entry>& entries);
 /// The summary line over all entries.
 std::string format_summary(const std::vector<Entry>& entries);
 /// {"tests": [...]} with one object per entry.
