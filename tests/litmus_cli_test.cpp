@@ -84,6 +84,9 @@ TEST_CASE("litmus exits 2 on bad input, naming file, line and token", "[litmus][
   CHECK(kinds.output.find(dir.file("k.txt") + ":1: unexpected 'Bad'") != std::string::npos);
   auto x86 = run_cli("litmus --runs 3 --platform " + quoted(source_path("configs/platforms/skylake-sp-2s.json")) + " " + quoted(bad));
   CHECK(x86.exit_code == 2);
+  auto platform = run_cli("litmus --platform " + quoted(dir.file("none.json")) + " " + quoted(bad));
+  CHECK(platform.exit_code == 2);
+  CHECK(platform.output.find("Test Bad") == std::string::npos);  // refused before any test runs
   auto missing = run_cli("litmus " + quoted(dir.file("nothing.litmus")));
   CHECK(missing.exit_code == 2);
   CHECK(missing.output.find("expected an existing file, directory or @list") != std::string::npos);

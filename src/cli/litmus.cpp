@@ -55,6 +55,7 @@ int cmd_litmus(const std::vector<std::string>& args) {
     for (const auto& k : kinds_files)
       for (const auto& [name, kind] : litmus::read_kinds(k)) options.kinds.emplace(name, kind);
     std::map<std::string, scenario::PlatformDoc> platforms;
+    if (options.platform) platforms.emplace(*options.platform, scenario::load_platform(*options.platform));  // bad: exit 2 now
     std::vector<litmus::Entry> entries;
     const bool tty = ::isatty(STDERR_FILENO) != 0;
     for (std::size_t i = 0; i < files.size(); ++i) {
