@@ -22,6 +22,7 @@ int cmd_topo(const std::vector<std::string>& args);
 int cmd_schema(const std::vector<std::string>& args);
 int cmd_selftest(const std::vector<std::string>& args);
 int cmd_sensitivity(const std::vector<std::string>& args);
+int cmd_litmus(const std::vector<std::string>& args);
 /// Dispatches argv; catches every error and maps it to an exit code.
 int main_entry(int argc, char** argv);
 

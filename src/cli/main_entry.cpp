@@ -24,6 +24,7 @@ const std::map<std::string, Command>& commands() {
       {"topo", {cmd_topo, "show a platform: tree, hop paths and latencies, nodes, parameters with sources"}},
       {"schema", {cmd_schema, "export the JSON Schema of platform or scenario files (cohsim schema platform|scenario)"}},
       {"selftest", {cmd_selftest, "random coherence tester: cohsim selftest coherence [--cpus N] [--ops M] [--seed S]"}},
+      {"litmus", {cmd_litmus, "run herd7 litmus tests on the simulated cores: cohsim litmus [--kinds F] [--json F] PATH..."}},
       {"sensitivity", {cmd_sensitivity, "re-run a scenario with each uncertain input (estimate, calibrated, workload estimate) at its range ends"}},
   };
   return c;
@@ -57,7 +58,7 @@ void print_help() {
             << ": a cycle-approximate multicore coherence and interconnect simulator\n\n"
                "usage: cohsim COMMAND [options]      (cohsim help COMMAND for its options)\n\ncommands:\n";
   for (const auto& [name, c] : commands()) std::cout << fmt::format("  {:<12} {}\n", name, c.summary);
-  std::cout << "\nexit codes: 0 success, 1 a failed check (validate, selftest), 2 bad input\n";
+  std::cout << "\nexit codes: 0 success, 1 a failed check (validate, selftest, litmus UNSOUND), 2 bad input\n";
 }
 
 }  // namespace

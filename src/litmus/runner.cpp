@@ -1,0 +1,163 @@
+// N runs of a litmus test on a machine: placement of the threads, fresh
+// addresses per run, initial values, start offsets and timing jitter from
+// named random streams, and the histogram of final states.
+#include "cohsim/litmus/runner.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <map>
+#include <memory>
+
+#include "thread_exec.hpp"
+
+namespace cohsim::litmus {
+
+using detail::Layout;
+using detail::ThreadExec;
+
+bool satisfies(const Prop& p, const State& state) {
+  switch (p.kind) {
+    case Prop::Kind::truth: return true;
+    case Prop::Kind::falsity: return false;
+    case Prop::Kind::atom: {
+      const Value& v = state[static_cast<std::size_t>(p.cell)];
+      return v.number == p.value.number && v.location == p.value.location;
+    }
+    case Prop::Kind::negation: return !satisfies(p.operands[0], state);
+    case Prop::Kind::conjunction: return satisfies(p.operands[0], state) && satisfies(p.operands[1], state);
+    case Prop::Kind::disjunction: return satisfies(p.operands[0], state) || satisfies(p.operands[1], state);
+  }
+  return false;
+}
+
+std::vector<int> thread_placement(const topo::Topology& topology, int threads) {
+  const int cores = topology.core_count();
+  const int stride = std::max(1, cores / std::max(1, threads));
+  std::vector<int> cpus;
+  for (int i = 0; i < threads; ++i) {
+    const int core = i < cores ? i * stride : i % cores;  // more threads than cores: SMT siblings too
+    const int thread = i < cores ? 0 : i / cores;
+    for (int c = 0; c < topology.cpu_count(); ++c)
+      if (topology.cpu(c).core_global == core && topology.cpu(c).thread == thread) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+namespace {
+
+/// The latency of one load that misses to memory homed at the farthest thread's
+/// node, as this platform prices it: the scale of the start offsets and jitter.
+sim::Tick miss_latency(scenario::Machine& m, const std::vector<int>& cpus) {
+  const int node = m.topology().node_of_cpu(cpus.back());
+  const fabric::Addr line = m.memory().alloc(node, fabric::kLineBytes, fabric::kLineBytes, "litmus.calibration");
+  sim::Tick done = 0;
+  auto probe = [](cpu::Cpu& c, fabric::Addr a, sim::Tick& at) -> sim::Task<void> {
+    (void)co_await c.load(a, 8);
+    at = c.sim().now();
+  };
+  const sim::Tick start = m.sim().now();
+  m.sim().spawn("litmus miss-latency probe", probe(m.cpu(cpus.front()), line, done));
+  m.sim().run();
+  return std::max<sim::Tick>(done - start, 1);
+}
+
+/// Clears the CPUs' jitter source (a stream local to run_test) when the run ends.
+struct JitterGuard {
+  scenario::Machine& m;
+  const std::vector<int>& cpus;
+  ~JitterGuard() {
+    for (int c : cpus) m.cpu(c).set_jitter(nullptr, 0);
+  }
+};
+
+}  // namespace
+
+TestResult run_test(const Test& test, scenario::Machine& m, std::uint64_t runs, std::uint64_t seed) {
+  const bool arm = m.cpu_params().arch == "arm64";
+  if (arm != (test.arch == Arch::aarch64))
+    throw RunError(fmt::format("{}: an {} test cannot run on {} (cpu.arch {})", test.file, test.arch_word, m.name(),
+                               m.cpu_params().arch));
+  const int n = static_cast<int>(test.threads.size());
+  if (n > m.cpu_count()) throw RunError(fmt::format("{}: {} threads, {} has {} CPUs", test.file, n, m.name(), m.cpu_count()));
+  TestResult result;
+  result.platform = m.name();
+  result.cpus = thread_placement(m.topology(), n);
+  result.runs = runs;
+  // Padding, so that no small integer a test uses equals a location's address.
+  for (int node = 0; node < m.memory().nodes(); ++node) m.memory().alloc(node, 4096, 64, "litmus.padding");
+  const sim::Tick miss = miss_latency(m, result.cpus);
+  result.start_spread = 2 * miss;
+  result.jitter = miss / 2;
+  sim::RandomStream home_rng(seed, "litmus.home"), start_rng(seed, "litmus.start"), jitter_rng(seed, "litmus.jitter"), branch_rng(seed, "litmus.branch");
+  JitterGuard guard{m, result.cpus};
+  for (int c : result.cpus) m.cpu(c).set_jitter(&jitter_rng, result.jitter);
+  std::vector<std::unique_ptr<ThreadExec>> threads;
+  for (int i = 0; i < n; ++i)
+    threads.push_back(std::make_unique<ThreadExec>(test, i, m.cpu(result.cpus[static_cast<std::size_t>(i)]), branch_rng));
+  // Each run homes each location at the node of a thread picked at random:
+  // which accesses are local and which cross the fabric varies from run to
+  // run, and with it which of two accesses is seen first.
+  std::vector<int> nodes;
+  for (int c : result.cpus) nodes.push_back(m.topology().node_of_cpu(c));
+  std::map<std::vector<std::int64_t>, std::uint64_t> histogram;
+  Layout layout;
+  std::vector<std::int64_t> key(2 * test.cells.size());
+  for (std::uint64_t r = 0; r < runs; ++r) {
+    layout.base.clear();
+    layout.bytes.clear();
+    for (std::size_t j = 0; j < test.locations.size(); ++j) {
+      const Location& l = test.locations[j];
+      const std::uint64_t bytes = static_cast<std::uint64_t>(l.element_size) * static_cast<std::uint64_t>(l.elements);
+      const std::uint64_t rounded = (bytes + fabric::kLineBytes - 1) / fabric::kLineBytes * fabric::kLineBytes;
+      const int home = nodes[home_rng.below(nodes.size())];
+      layout.base.push_back(m.memory().alloc(home, rounded, fabric::kLineBytes, l.name));
+      layout.bytes.push_back(bytes);
+    }
+    for (std::size_t j = 0; j < test.locations.size(); ++j) {
+      const Location& l = test.locations[j];
+      for (int e = 0; e < l.elements; ++e) {
+        const std::size_t ei = static_cast<std::size_t>(e);
+        const std::uint64_t v = layout.address_of(Value{l.init[ei], l.init_pointer[ei]});
+        m.fabric().poke(layout.base[j] + ei * static_cast<std::uint64_t>(l.element_size), l.element_size, v);
+      }
+    }
+    for (int i = 0; i < n; ++i) {
+      threads[static_cast<std::size_t>(i)]->reset(layout);
+      m.sim().spawn(fmt::format("litmus P{}", i), threads[static_cast<std::size_t>(i)]->run(start_rng.below(result.start_spread)));
+    }
+    if (m.sim().run() != sim::RunEnd::all_done)
+      throw RunError(fmt::format("{}: run {} did not finish\n{}", test.file, r, m.sim().describe_processes()));
+    for (std::size_t c = 0; c < test.cells.size(); ++c) {
+      const Cell& cell = test.cells[c];
+      Value v;
+      if (cell.thread >= 0) {
+        v = layout.describe(threads[static_cast<std::size_t>(cell.thread)]->final_register(cell.reg));
+      } else {
+        const Location& l = test.locations[static_cast<std::size_t>(cell.location)];
+        const fabric::Addr a = layout.base[static_cast<std::size_t>(cell.location)] +
+                               static_cast<fabric::Addr>(cell.element * l.element_size);
+        const std::uint64_t raw = m.fabric().peek(a, l.element_size);
+        v = layout.describe(raw);
+        if (v.location < 0 && l.element_size < 8) {  // a narrow location's value, signed as herd prints it
+          const int shift = 64 - 8 * l.element_size;
+          v.number = static_cast<std::int64_t>(raw << shift) >> shift;
+        }
+      }
+      key[2 * c] = v.location;
+      key[2 * c + 1] = v.number;
+    }
+    ++histogram[key];
+  }
+  for (const auto& [k, count] : histogram) {
+    Outcome o;
+    for (std::size_t c = 0; c < test.cells.size(); ++c) o.state.push_back(Value{k[2 * c + 1], static_cast<int>(k[2 * c])});
+    o.count = count;
+    o.satisfies = satisfies(test.prop, o.state);
+    (o.satisfies ? result.positive : result.negative) += count;
+    result.outcomes.push_back(std::move(o));
+  }
+  result.witnessed = test.quantifier == Quantifier::forall ? result.negative > 0 : result.positive > 0;
+  return result;
+}
+
+}  // namespace cohsim::litmus

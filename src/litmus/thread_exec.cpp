@@ -1,0 +1,369 @@
+// Executing one litmus thread on a cpu::Cpu. Memory operations are issued in
+// program order; the CPU enforces the architecture's ordering. Loads are not
+// awaited when issued: a register holds a lazy value over in-flight loads,
+// forced only when an address (address dependency), a store's data (data
+// dependency), an atomic's operands, a branch condition or the final state
+// needs it. An unresolved branch is predicted (stream "litmus.branch") and
+// execution goes on, loads included; a store, an exclusive, an atomic, ISB
+// or the end of the thread first resolves every earlier branch, and a wrong
+// prediction rewinds registers and pc and drops the loads issued after it.
+// So control dependencies order R->W but not R->R, and ctrl+ISB orders R->R.
+#include "thread_exec.hpp"
+
+#include <fmt/format.h>
+
+namespace cohsim::litmus::detail {
+
+namespace {
+
+constexpr int kMaxSteps = 10000;          ///< instructions one thread may execute in one run
+constexpr std::size_t kMaxSpeculation = 8;  ///< predicted branches in flight before resolving
+
+std::uint64_t mask(std::uint64_t v, int width) {
+  return width >= 8 ? v : v & ((std::uint64_t{1} << (8 * width)) - 1);
+}
+std::int64_t sign_extend(std::uint64_t v, int width) {
+  if (width >= 8) return static_cast<std::int64_t>(v);
+  const int shift = 64 - 8 * width;
+  return static_cast<std::int64_t>(v << shift) >> shift;
+}
+
+bool holds(Cond c, std::uint64_t a, std::uint64_t b, int width) {
+  const std::uint64_t ua = mask(a, width), ub = mask(b, width);
+  const std::int64_t sa = sign_extend(a, width), sb = sign_extend(b, width);
+  switch (c) {
+    case Cond::al: return true;
+    case Cond::eq: return ua == ub;
+    case Cond::ne: return ua != ub;
+    case Cond::lt: return sa < sb;
+    case Cond::ge: return sa >= sb;
+    case Cond::gt: return sa > sb;
+    case Cond::le: return sa <= sb;
+    case Cond::lo: return ua < ub;
+    case Cond::hs: return ua >= ub;
+    case Cond::hi: return ua > ub;
+    case Cond::ls: return ua <= ub;
+    case Cond::mi: return sign_extend(ua - ub, width) < 0;
+    case Cond::pl: return sign_extend(ua - ub, width) >= 0;
+  }
+  return false;
+}
+
+std::uint64_t alu(AluOp op, std::uint64_t a, std::uint64_t b) {
+  switch (op) {
+    case AluOp::add: return a + b;
+    case AluOp::sub: return a - b;
+    case AluOp::eor: return a ^ b;
+    case AluOp::and_: return a & b;
+    case AluOp::orr: return a | b;
+    case AluOp::lsl: return b >= 64 ? 0 : a << b;
+    case AluOp::lsr: return b >= 64 ? 0 : a >> b;
+  }
+  return 0;
+}
+
+bool serializing(Op op) {
+  return op == Op::store || op == Op::store_pair || op == Op::store_excl || op == Op::load_excl || op == Op::rmw ||
+         op == Op::mem_alu || op == Op::isb;
+}
+bool accesses_memory(Op op) {
+  return op == Op::load || op == Op::store || op == Op::load_pair || op == Op::store_pair || op == Op::load_excl ||
+         op == Op::store_excl || op == Op::rmw || op == Op::mem_alu;
+}
+
+}  // namespace
+
+Value Layout::describe(std::uint64_t v) const {
+  for (std::size_t i = 0; i < base.size(); ++i)
+    if (v >= base[i] && v < base[i] + bytes[i]) return Value{static_cast<std::int64_t>(v - base[i]), static_cast<int>(i)};
+  return Value{static_cast<std::int64_t>(v), -1};
+}
+
+bool Layout::contains(fabric::Addr a, std::uint64_t n) const {
+  for (std::size_t i = 0; i < base.size(); ++i)
+    if (a >= base[i] && a + n <= base[i] + bytes[i]) return true;
+  return false;
+}
+
+ThreadExec::ThreadExec(const Test& test, int index, cpu::Cpu& cpu, sim::RandomStream& branch_rng)
+    : test_(test), index_(index), thread_(test.threads[static_cast<std::size_t>(index)]), cpu_(cpu), branch_rng_(branch_rng) {
+  for (const Cell& c : test.cells)
+    if (c.thread == index) final_registers_.push_back(c.reg);
+}
+
+void ThreadExec::reset(const Layout& layout) {
+  layout_ = &layout;
+  regs_.fill(Val{});
+  for (const auto& [reg, value] : thread_.init) regs_[static_cast<std::size_t>(reg)] = Val{-1, layout.address_of(value)};
+  flag_a_ = flag_b_ = Val{};
+  flag_width_ = 8;
+  nodes_.clear();
+  futures_.clear();
+  speculation_.clear();
+  pc_ = 0;
+}
+
+void ThreadExec::fail(const Instr& in, const std::string& what) const {
+  throw RunError(fmt::format("{}: P{} line {} '{}': {}", test_.file, index_, in.line, in.text, what));
+}
+
+std::uint64_t ThreadExec::eval(Val v) {
+  if (v.node < 0) return v.k;
+  Node& n = nodes_[static_cast<std::size_t>(v.node)];
+  if (n.known) return n.value;
+  const Node copy = n;  // the children are evaluated through nodes_ too
+  std::uint64_t r = 0;
+  switch (copy.kind) {
+    case Kind::load: throw RunError("internal: a load's value used before it was awaited");
+    case Kind::alu: r = mask(alu(static_cast<AluOp>(copy.sub), eval(copy.a), eval(copy.b)), copy.width); break;
+    case Kind::condition: r = holds(static_cast<Cond>(copy.sub), eval(copy.a), eval(copy.b), copy.width); break;
+    case Kind::select: r = mask(eval(copy.a) != 0 ? eval(copy.b) : eval(copy.c), copy.width); break;
+    case Kind::zero_extend32: r = mask(eval(copy.a), 4); break;
+    case Kind::sign_extend32: r = static_cast<std::uint64_t>(sign_extend(eval(copy.a), 4)); break;
+  }
+  Node& m = nodes_[static_cast<std::size_t>(v.node)];
+  m.known = true;
+  m.value = r;
+  return r;
+}
+
+int ThreadExec::first_pending_load(Val v) const {
+  if (v.node < 0) return -1;
+  const Node& n = nodes_[static_cast<std::size_t>(v.node)];
+  if (n.known) return -1;
+  if (n.kind == Kind::load) return v.node;
+  for (Val child : {n.a, n.b, n.c})
+    if (int p = first_pending_load(child); p >= 0) return p;
+  return -1;
+}
+
+sim::Task<std::uint64_t> ThreadExec::force(Val v) {
+  for (int p = first_pending_load(v); p >= 0; p = first_pending_load(v)) {
+    auto& n = nodes_[static_cast<std::size_t>(p)];
+    const std::uint64_t x = co_await futures_[static_cast<std::size_t>(n.future)].value();
+    Node& done = nodes_[static_cast<std::size_t>(p)];
+    done.value = mask(x, done.width);
+    done.known = true;
+  }
+  co_return eval(v);
+}
+
+Val ThreadExec::make(Kind k, std::uint8_t sub, int width, Val a, Val b, Val c) {
+  Node n{k, sub, static_cast<std::uint8_t>(width), false, -1, a, b, c, 0};
+  nodes_.push_back(n);
+  Val v{static_cast<std::int32_t>(nodes_.size() - 1), 0};
+  if (known(a) && known(b) && known(c)) {  // constant folding keeps the graph small
+    const std::uint64_t r = eval(v);
+    nodes_.pop_back();
+    return Val{-1, r};
+  }
+  return v;
+}
+
+Val ThreadExec::operand(const Operand& o) {
+  if (o.kind == Operand::Kind::none) return Val{};
+  if (o.kind == Operand::Kind::imm) return Val{-1, layout_->address_of(o.imm)};
+  Val v = o.reg == kZeroRegister ? Val{} : regs_[static_cast<std::size_t>(o.reg)];
+  if (o.extend == Extend::sxtw) v = make(Kind::sign_extend32, 0, 8, v);
+  else if (o.width == 4 || o.extend == Extend::uxtw) v = make(Kind::zero_extend32, 0, 4, v);
+  if (o.shift > 0) v = make(Kind::alu, static_cast<std::uint8_t>(AluOp::lsl), 8, v, Val{-1, static_cast<std::uint64_t>(o.shift)});
+  return v;
+}
+
+Val ThreadExec::address(const Address& a) {
+  Val base = a.base_reg >= 0 ? regs_[static_cast<std::size_t>(a.base_reg)]
+                             : Val{-1, layout_->base[static_cast<std::size_t>(a.location)]};
+  const std::int64_t offset = a.writeback == Address::Writeback::post ? 0 : a.offset;
+  Val v = make(Kind::alu, static_cast<std::uint8_t>(AluOp::add), 8, base, Val{-1, static_cast<std::uint64_t>(offset)});
+  if (a.index.kind != Operand::Kind::none) v = make(Kind::alu, static_cast<std::uint8_t>(AluOp::add), 8, v, operand(a.index));
+  return v;
+}
+
+Val ThreadExec::flags_condition(Cond c) {
+  return make(Kind::condition, static_cast<std::uint8_t>(c), flag_width_, flag_a_, flag_b_);
+}
+
+void ThreadExec::set(int reg, Val v, int width) {
+  if (reg == kZeroRegister) return;
+  regs_[static_cast<std::size_t>(reg)] = width == 4 ? make(Kind::zero_extend32, 0, 4, v) : v;
+}
+
+void ThreadExec::predict(const Instr& in, Val condition) {
+  const bool taken = branch_rng_.below(2) == 1;
+  speculation_.push_back(Checkpoint{in.target, pc_ + 1, condition, taken, regs_, flag_a_, flag_b_, flag_width_,
+                                    nodes_.size(), futures_.size()});
+  pc_ = taken ? in.target : pc_ + 1;
+}
+
+sim::Task<bool> ThreadExec::resolve_branches() {
+  while (!speculation_.empty()) {
+    const Val condition = speculation_.front().condition;
+    const bool taken = (co_await force(condition)) != 0;
+    const Checkpoint& cp = speculation_.front();
+    if (taken == cp.predicted_taken) {
+      speculation_.erase(speculation_.begin());
+      continue;
+    }
+    regs_ = cp.regs;
+    flag_a_ = cp.flag_a;
+    flag_b_ = cp.flag_b;
+    flag_width_ = cp.flag_width;
+    pc_ = taken ? cp.taken_pc : cp.fallthrough_pc;
+    nodes_.resize(cp.nodes);
+    futures_.resize(cp.futures);  // the loads of the wrong path are dropped
+    speculation_.clear();
+    co_return true;
+  }
+  co_return false;
+}
+
+sim::Task<void> ThreadExec::run(sim::Tick start) {
+  if (start > 0) co_await cpu_.sim().delay(start);
+  int steps = 0;
+  const auto& code = thread_.code;
+  while (true) {
+    if (pc_ >= static_cast<int>(code.size())) {
+      if (!speculation_.empty() && co_await resolve_branches()) continue;
+      break;
+    }
+    const Instr& in = code[static_cast<std::size_t>(pc_)];
+    if (++steps > kMaxSteps) fail(in, fmt::format("the thread ran {} instructions without ending", kMaxSteps));
+    if (serializing(in.op) && !speculation_.empty() && co_await resolve_branches()) continue;
+    fabric::Addr addr = 0;
+    if (accesses_memory(in.op)) {
+      const Val av = address(in.addr);
+      addr = known(av) ? eval(av) : co_await force(av);
+      const int bytes = (in.op == Op::load_pair || in.op == Op::store_pair) ? 2 * in.size : in.size;
+      if (!layout_->contains(addr, static_cast<std::uint64_t>(bytes)) || addr % static_cast<std::uint64_t>(in.size) != 0) {
+        if (!speculation_.empty()) {  // likely a wrong path: resolve, then retry or rewind
+          co_await resolve_branches();
+          continue;
+        }
+        fail(in, fmt::format("address {:#x} is not an aligned {}-byte access inside a location of the test", addr, bytes));
+      }
+    }
+    if (in.addr.writeback != Address::Writeback::none) {  // the base register is known: it was just awaited
+      const Val base = regs_[static_cast<std::size_t>(in.addr.base_reg)];
+      regs_[static_cast<std::size_t>(in.addr.base_reg)] =
+          Val{-1, eval(base) + static_cast<std::uint64_t>(in.addr.offset)};
+    }
+    const int next = pc_ + 1;
+    switch (in.op) {
+      case Op::nop: break;
+      case Op::mov: set(in.dst, operand(in.a), in.dst_width); break;
+      case Op::alu: {
+        Val r = make(Kind::alu, static_cast<std::uint8_t>(in.alu), in.dst_width, operand(in.a), operand(in.b));
+        set(in.dst, r, in.dst_width);
+        if (in.sets_result_flags) {
+          flag_a_ = r;
+          flag_b_ = Val{};
+          flag_width_ = in.dst_width;
+        }
+        break;
+      }
+      case Op::cmp:
+        flag_a_ = operand(in.a);
+        flag_b_ = operand(in.b);
+        flag_width_ = in.a.width;
+        break;
+      case Op::csel: set(in.dst, make(Kind::select, 0, in.dst_width, flags_condition(in.cond), operand(in.a), operand(in.b)), in.dst_width); break;
+      case Op::load:
+      case Op::load_pair: {
+        for (int part = 0; part < (in.op == Op::load_pair ? 2 : 1); ++part) {
+          futures_.push_back(cpu_.issue_load(addr + static_cast<fabric::Addr>(part * in.size), in.size, in.order));
+          Node n{Kind::load, 0, static_cast<std::uint8_t>(in.size), false, static_cast<std::int32_t>(futures_.size() - 1), {}, {}, {}, 0};
+          nodes_.push_back(n);
+          set(part == 0 ? in.dst : in.dst2, Val{static_cast<std::int32_t>(nodes_.size() - 1), 0}, in.dst_width);
+        }
+        break;
+      }
+      case Op::store:
+      case Op::store_pair: {
+        const Val first = operand(in.a);
+        const std::uint64_t v = known(first) ? eval(first) : co_await force(first);
+        co_await cpu_.store(addr, in.size, mask(v, in.size), in.order);
+        if (in.op == Op::store_pair) {
+          const Val second = operand(in.b);
+          const std::uint64_t w = known(second) ? eval(second) : co_await force(second);
+          co_await cpu_.store(addr + static_cast<fabric::Addr>(in.size), in.size, mask(w, in.size), in.order);
+        }
+        break;
+      }
+      case Op::load_excl: {
+        const std::uint64_t v = co_await cpu_.load_exclusive(addr, in.size, in.order);
+        set(in.dst, Val{-1, v}, in.dst_width);
+        break;
+      }
+      case Op::store_excl: {
+        const Val data = operand(in.a);
+        const std::uint64_t v = known(data) ? eval(data) : co_await force(data);
+        const bool ok = co_await cpu_.store_exclusive(addr, in.size, mask(v, in.size), in.order);
+        set(in.dst, Val{-1, ok ? 0u : 1u}, 4);
+        break;
+      }
+      case Op::rmw: {
+        const Val operand_val = operand(in.a);
+        const std::uint64_t x = known(operand_val) ? eval(operand_val) : co_await force(operand_val);
+        std::uint64_t compare = 0;
+        if (in.rmw_op == fabric::RmwOp::cas) {
+          const Val cv = operand(in.b);
+          compare = known(cv) ? eval(cv) : co_await force(cv);
+        }
+        const std::uint64_t old =
+            co_await cpu_.rmw(addr, in.size, in.rmw_op, mask(x, in.size), mask(compare, in.size), in.order);
+        set(in.dst, Val{-1, old}, in.dst_width);
+        if (in.sets_compare_flags) {
+          flag_a_ = Val{-1, old};
+          flag_b_ = Val{-1, compare};
+          flag_width_ = in.size;
+        }
+        break;
+      }
+      case Op::mem_alu: {  // x86 ADD/INC to memory without LOCK: a load, then a store
+        const std::uint64_t old = co_await cpu_.load(addr, in.size);
+        const Val a = operand(in.a);
+        const std::uint64_t x = known(a) ? eval(a) : co_await force(a);
+        const std::uint64_t r = mask(alu(in.alu, old, x), in.size);
+        co_await cpu_.store(addr, in.size, r);
+        flag_a_ = Val{-1, r};
+        flag_b_ = Val{};
+        flag_width_ = in.size;
+        break;
+      }
+      case Op::dmb: co_await cpu_.dmb(in.domain, in.barrier); break;
+      case Op::dsb: co_await cpu_.dsb(in.domain, in.barrier); break;
+      case Op::isb: co_await cpu_.isb(); break;
+      case Op::mfence: co_await cpu_.mfence(); break;
+      case Op::lfence: co_await cpu_.lfence(); break;
+      case Op::sfence: co_await cpu_.sfence(); break;
+      case Op::branch:
+      case Op::cbz:
+      case Op::cbnz: {
+        Val condition = in.op == Op::branch ? flags_condition(in.cond)
+                        : make(Kind::condition, static_cast<std::uint8_t>(in.op == Op::cbz ? Cond::eq : Cond::ne),
+                               in.a.width, in.b.kind == Operand::Kind::imm  // TBZ / TBNZ test one bit
+                                               ? make(Kind::alu, static_cast<std::uint8_t>(AluOp::and_), 8, operand(in.a), operand(in.b))
+                                               : operand(in.a),
+                               Val{});
+        if (in.op == Op::branch && in.cond == Cond::al) {
+          pc_ = in.target;
+          continue;
+        }
+        if (known(condition)) {
+          pc_ = eval(condition) != 0 ? in.target : next;
+          continue;
+        }
+        if (speculation_.size() >= kMaxSpeculation && co_await resolve_branches()) continue;
+        predict(in, condition);
+        continue;
+      }
+    }
+    pc_ = next;
+  }
+  for (int reg : final_registers_) {
+    const Val v = regs_[static_cast<std::size_t>(reg)];
+    final_[static_cast<std::size_t>(reg)] = known(v) ? eval(v) : co_await force(v);
+  }
+}
+
+}  // namespace cohsim::litmus::detail

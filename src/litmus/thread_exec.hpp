@@ -1,0 +1,97 @@
+// One litmus thread on one simulated CPU for one run: its registers as lazy
+// values over in-flight loads, branch speculation with rewind, and the
+// issue of every memory operation to the CPU in program order.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "cohsim/litmus/runner.hpp"
+
+namespace cohsim::litmus::detail {
+
+/// Where this run's locations live.
+struct Layout {
+  std::vector<fabric::Addr> base;   ///< per location
+  std::vector<std::uint64_t> bytes; ///< per location
+  /// The address a Value stands for (a location's address plus offset, or the number).
+  std::uint64_t address_of(const Value& v) const {
+    return v.location >= 0 ? base[static_cast<std::size_t>(v.location)] + static_cast<std::uint64_t>(v.number)
+                           : static_cast<std::uint64_t>(v.number);
+  }
+  /// A raw value as the final state shows it: inside a location, that location plus offset.
+  Value describe(std::uint64_t v) const;
+  /// True when [a, a + n) lies inside one location.
+  bool contains(fabric::Addr a, std::uint64_t n) const;
+};
+
+/// A register value: a constant (node < 0) or a node of the thread's expression graph.
+struct Val {
+  std::int32_t node = -1;
+  std::uint64_t k = 0;
+};
+
+class ThreadExec {
+ public:
+  ThreadExec(const Test& test, int index, cpu::Cpu& cpu, sim::RandomStream& branch_rng);
+  /// Prepares a run: initial registers from the test, with this run's addresses.
+  void reset(const Layout& layout);
+  /// The thread's program: waits `start`, then issues every instruction.
+  sim::Task<void> run(sim::Tick start);
+  /// A register's final value (after run() finished; only registers the test's cells name).
+  std::uint64_t final_register(int reg) const { return final_[static_cast<std::size_t>(reg)]; }
+
+ private:
+  enum class Kind : std::uint8_t { load, alu, condition, select, zero_extend32, sign_extend32 };
+  struct Node {
+    Kind kind = Kind::load;
+    std::uint8_t sub = 0;    ///< AluOp or Cond
+    std::uint8_t width = 8;  ///< result / comparison width in bytes
+    bool known = false;
+    std::int32_t future = -1;
+    Val a, b, c;
+    std::uint64_t value = 0;
+  };
+  struct Checkpoint {
+    int taken_pc, fallthrough_pc;
+    Val condition;
+    bool predicted_taken;
+    std::array<Val, kRegisterCount> regs;
+    Val flag_a, flag_b;
+    int flag_width;
+    std::size_t nodes, futures;
+  };
+
+  bool known(Val v) const { return v.node < 0 || nodes_[static_cast<std::size_t>(v.node)].known; }
+  std::uint64_t eval(Val v);
+  int first_pending_load(Val v) const;
+  sim::Task<std::uint64_t> force(Val v);
+  /// Resolves every predicted branch, oldest first; true when one was wrong (pc_ rewound).
+  sim::Task<bool> resolve_branches();
+  Val make(Kind k, std::uint8_t sub, int width, Val a, Val b = {}, Val c = {});
+  Val operand(const Operand& o);
+  Val address(const Address& a);
+  Val flags_condition(Cond c);
+  void set(int reg, Val v, int width);
+  void predict(const Instr& in, Val condition);
+  [[noreturn]] void fail(const Instr& in, const std::string& what) const;
+
+  const Test& test_;
+  int index_;
+  const Thread& thread_;
+  cpu::Cpu& cpu_;
+  sim::RandomStream& branch_rng_;
+  const Layout* layout_ = nullptr;
+  std::array<Val, kRegisterCount> regs_{};
+  Val flag_a_, flag_b_;
+  int flag_width_ = 8;
+  std::vector<Node> nodes_;
+  std::vector<cpu::LoadFuture> futures_;
+  std::vector<Checkpoint> speculation_;
+  int pc_ = 0;
+  std::array<std::uint64_t, kRegisterCount> final_{};
+  std::vector<int> final_registers_;  ///< the registers the test's cells name for this thread
+};
+
+}  // namespace cohsim::litmus::detail

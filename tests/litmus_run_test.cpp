@@ -1,0 +1,203 @@
+// Running litmus tests on a simulated machine: the values registers and
+// memory end with (moves, arithmetic, atomics, exclusives, pairs, branches,
+// writeback), speculation that is rewound, the condition's quantifiers, the
+// kinds verdicts and determinism for a seed.
+#include <catch2/catch.hpp>
+
+#include "cohsim/litmus/report.hpp"
+#include "cohsim/litmus/runner.hpp"
+#include "src/litmus/thread_exec.hpp"
+#include "test_support.hpp"
+
+using namespace cohsim;
+using namespace cohsim::litmus;
+
+namespace {
+
+/// Runs a test given as text `runs` times on a shipped platform.
+TestResult run_text(const std::string& text, std::uint64_t runs = 20, std::uint64_t seed = 1,
+                    const std::string& platform = "kunpeng920") {
+  Test t = parse_test(text, "inline.litmus");
+  REQUIRE(t.unsupported.empty());
+  config::Registry registry;
+  scenario::Machine m(scenario::load_platform(test::source_path("configs/platforms/" + platform + ".json")), seed, registry);
+  return run_test(t, m, runs, seed);
+}
+
+/// A single-thread AArch64 test whose final state must be exactly `expected` in every run.
+void check_always(const std::string& init, const std::string& code, const std::string& expected) {
+  std::string text = "AArch64 T\n{ " + init + " }\n P0 ;\n";
+  std::istringstream lines(code);
+  for (std::string l; std::getline(lines, l);) text += " " + l + " ;\n";
+  text += "forall (" + expected + ")\n";
+  TestResult r = run_text(text);
+  INFO(text);
+  CHECK(r.negative == 0);
+  CHECK(r.positive == 20);
+}
+
+}  // namespace
+
+TEST_CASE("Registers and memory end with the values the instructions compute", "[litmus]") {
+  check_always("0:X1=x; x=5;", "LDR W0,[X1]\nADD W2,W0,#3\nSUB X3,X2,#1\nEOR W4,W2,W0\nORR W5,W0,#2\nAND W6,W0,#4",
+               "0:X0=5 /\\ 0:X2=8 /\\ 0:X3=7 /\\ 0:X4=13 /\\ 0:X5=7 /\\ 0:X6=4");
+  check_always("0:X1=x; x=5;", "MOV W2,#5\nMOV W3,#9\nCAS W2,W3,[X1]\nMOV W4,#1\nCAS W4,W3,[X1]",
+               "0:X2=5 /\\ 0:X4=9 /\\ x=9");  // a CAS that succeeds, one that fails
+  check_always("0:X1=x; x=5;", "MOV W2,#2\nSWPAL W2,W3,[X1]\nLDADDA W2,W4,[X1]\nSTADD W2,[X1]\nMOV W6,#6\nLDCLR W6,W7,[X1]",
+               "0:X3=5 /\\ 0:X4=2 /\\ 0:X7=6 /\\ x=0");
+  check_always("0:X1=x;", "MOV W2,#3\nLDXR W0,[X1]\nSTXR W5,W2,[X1]", "0:X5=0 /\\ x=3");
+  check_always("int a[2]={0,0}; 0:X2=a; 0:X0=1; 0:X1=2;", "STILP W0,W1,[X2]\nLDIAPP W3,W4,[X2]",
+               "a=1 /\\ a[1]=2 /\\ 0:X3=1 /\\ 0:X4=2");
+  check_always("int a[2]={0,0}; 0:X2=a; 0:X0=7;", "STR W0,[X2],#4\nSTR W0,[X2]\nLDR W3,[X2,#-4]!",
+               "a=7 /\\ a[1]=7 /\\ 0:X3=7 /\\ 0:X2=a");
+  check_always("int a[2]={6,7}; 0:X1=a;", "ADD X1,X1,#4\nMOV W4,#-4\nLDR W3,[X1,W4,SXTW]\nMOV W5,#0\nLDR W6,[X1,W5,UXTW]",
+               "0:X3=6 /\\ 0:X6=7");
+  check_always("int64_t a[4]={1,2,3,4}; 0:X1=a; 0:X2=2;",
+               "LDR X3,[X1,X2,LSL #3]\nLDP X4,X5,[X1]\nADD X6,X1,X2,LSL #3\nLDUR X7,[X6,#8]\nSTP X5,X4,[X6]\nLSL X8,X2,#4",
+               "0:X3=3 /\\ 0:X4=1 /\\ 0:X5=2 /\\ 0:X7=4 /\\ a[2]=2 /\\ a[3]=1 /\\ 0:X8=32");
+  check_always("0:X1=x; x=4;", "LDR W0,[X1]\nTBNZ W0,#2,set\nMOV W2,#9\nset:\nTBZ W0,#2,end\nADD W3,W3,#1\nend:",
+               "0:X2=0 /\\ 0:X3=1");
+  check_always("0:X1=x; x=1;", "LDR W0,[X1]\nCMP W0,#1\nCSEL W2,W0,WZR,EQ\nCSEL W3,W0,WZR,NE", "0:X2=1 /\\ 0:X3=0");
+  check_always("0:X1=x;", "MOV W0,#3\nloop:\nSUB W0,W0,#1\nLDR W9,[X1]\nADD W2,W2,#1\nCBNZ W0,loop", "0:X2=3 /\\ 0:X0=0");
+  check_always("0:X1=x; x=-1;", "LDR X0,[X1]\nMOV W2,#-1", "x=-1 /\\ 0:X0=-1 /\\ 0:X2=4294967295");
+}
+
+TEST_CASE("x86 atomics, plain read-modify-writes and jumps compute their values", "[litmus]") {
+  TestResult r = run_text(R"(X86_64 A
+{ x=5; y=1; }
+ P0                     ;
+ movl $7,%ebx           ;
+ movl $5,%eax           ;
+ lock cmpxchgl %ebx,(x) ;
+ jne fail               ;
+ movl $2,%ecx           ;
+ lock xaddl %ecx,(x)    ;
+ xchgl %edx,(y)         ;
+ addl $3,(y)            ;
+ fail:                  ;
+forall (0:rcx=7 /\ x=9 /\ 0:edx=1 /\ y=3)
+)", 20, 1, "skylake-sp-2s");
+  CHECK(r.negative == 0);
+}
+
+TEST_CASE("A mispredicted branch discards the loads issued on its wrong path", "[litmus]") {
+  // x is 1, so the branch is taken; runs that predict it not taken first load
+  // y into W2 speculatively, and must rewind it. Half the runs mispredict.
+  TestResult r = run_text(R"(AArch64 Spec
+{ 0:X1=x; 0:X3=y; x=1; y=5; }
+ P0             ;
+ LDR W0,[X1]    ;
+ CBNZ W0,skip   ;
+ LDR W2,[X3]    ;
+ skip:          ;
+forall (0:X2=0 /\ 0:X0=1)
+)", 200);
+  CHECK(r.negative == 0);
+  // A store after an unresolved branch waits for it: never written on a wrong path.
+  TestResult store = run_text(R"(AArch64 SpecStore
+{ 0:X1=x; 0:X3=y; x=0; }
+ P0             ;
+ LDR W0,[X1]    ;
+ CBZ W0,skip    ;
+ MOV W2,#1      ;
+ STR W2,[X3]    ;
+ skip:          ;
+forall (y=0)
+)", 200);
+  CHECK(store.negative == 0);
+}
+
+TEST_CASE("exists and ~exists are witnessed by a run satisfying P, forall by one violating it", "[litmus]") {
+  const std::string body = "{ }\n P0 ;\n MOV W0,#1 ;\n";
+  CHECK(run_text("AArch64 E\n" + body + "exists 0:X0=1\n").witnessed);
+  CHECK_FALSE(run_text("AArch64 E\n" + body + "exists 0:X0=2\n").witnessed);
+  CHECK(run_text("AArch64 N\n" + body + "~exists 0:X0=1\n").witnessed);
+  CHECK_FALSE(run_text("AArch64 N\n" + body + "~exists (0:X0=2 \\/ false)\n").witnessed);
+  CHECK_FALSE(run_text("AArch64 F\n" + body + "forall 0:X0=1\n").witnessed);
+  CHECK(run_text("AArch64 F\n" + body + "forall 0:X0=2\n").witnessed);
+}
+
+TEST_CASE("Kinds turn a result into ok, UNSOUND or not-seen", "[litmus]") {
+  TestResult seen, unseen;
+  seen.positive = 3;
+  seen.negative = 7;
+  seen.witnessed = true;
+  unseen.negative = 10;
+  CHECK(judge(Kind::forbidden, seen) == Verdict::unsound);
+  CHECK(judge(Kind::forbidden, unseen) == Verdict::ok);
+  CHECK(judge(Kind::allowed, seen) == Verdict::ok);
+  CHECK(judge(Kind::allowed, unseen) == Verdict::not_seen);
+  CHECK(judge(Kind::required, seen) == Verdict::unsound);
+  TestResult always;
+  always.positive = 10;
+  CHECK(judge(Kind::required, always) == Verdict::ok);
+}
+
+TEST_CASE("A kinds file is read with herd's words, and a bad line names file, line and word", "[litmus]") {
+  test::TempDir dir;
+  auto kinds = read_kinds(dir.write("kinds.txt", "# comment\nMP Allowed\nSB Forbid \nSmall Required\n\n"));
+  CHECK(kinds.at("MP") == Kind::allowed);
+  CHECK(kinds.at("SB") == Kind::forbidden);
+  CHECK(kinds.at("Small") == Kind::required);
+  const std::string bad = dir.write("bad.txt", "MP Allowed\nSB Maybe\n");
+  CHECK_THROWS_WITH(read_kinds(bad), bad + ":2: unexpected 'Maybe': expected Allowed, Forbidden or Required (or Allow, Forbid, Require)");
+}
+
+TEST_CASE("The same seed gives the same histogram", "[litmus]") {
+  const std::string sb = R"(AArch64 SB
+{ 0:X1=x; 0:X3=y; 1:X1=y; 1:X3=x; }
+ P0          | P1          ;
+ MOV W0,#1   | MOV W0,#1   ;
+ STR W0,[X1] | STR W0,[X1] ;
+ LDR W2,[X3] | LDR W2,[X3] ;
+exists (0:X2=0 /\ 1:X2=0)
+)";
+  TestResult a = run_text(sb, 300, 7), b = run_text(sb, 300, 7);
+  REQUIRE(a.outcomes.size() == b.outcomes.size());
+  CHECK(a.outcomes.size() >= 2);  // the start offsets do vary the interleaving
+  for (std::size_t i = 0; i < a.outcomes.size(); ++i) CHECK(a.outcomes[i].count == b.outcomes[i].count);
+  CHECK(a.cpus == std::vector<int>{0, 48});  // spread: the second thread on the other socket
+}
+
+TEST_CASE("Threads are spread over physical cores, never on SMT siblings while cores remain", "[litmus]") {
+  // ivybridge-ex numbers CPUs smt-last (Linux x86): CPU 240 is CPU 0's sibling.
+  config::Registry registry;
+  scenario::Machine m(scenario::load_platform(test::source_path("configs/platforms/ivybridge-ex.json")), 1, registry);
+  const auto cpus = thread_placement(m.topology(), 2);
+  REQUIRE(cpus.size() == 2);
+  CHECK(m.topology().cpu(cpus[0]).core_global != m.topology().cpu(cpus[1]).core_global);
+  CHECK(m.topology().cpu(cpus[0]).thread == 0);
+  CHECK(m.topology().cpu(cpus[1]).thread == 0);
+  CHECK(m.topology().cpu(cpus[0]).node != m.topology().cpu(cpus[1]).node);
+}
+
+namespace {
+
+/// Simulated time one thread of `code` takes on CPU 0 of kunpeng920 with x and y
+/// homed on the other socket (fresh lines), registers X0 and X2 named by the condition.
+sim::Tick thread_time(const std::string& code) {
+  Test t = parse_test("AArch64 T\n{ 0:X1=x; 0:X3=y; }\n P0 ;\n" + code + "exists (0:X0=0 /\\ 0:X2=0)\n", "t.litmus");
+  config::Registry registry;
+  scenario::Machine m(scenario::load_platform(test::source_path("configs/platforms/kunpeng920.json")), 1, registry);
+  detail::Layout layout;
+  for (const auto& l : t.locations) {
+    layout.base.push_back(m.memory().alloc(m.topology().node_of_cpu(48), 64, 64, l.name));
+    layout.bytes.push_back(8);
+  }
+  sim::RandomStream branches(1, "test.branch");
+  detail::ThreadExec thread(t, 0, m.cpu(0), branches);
+  thread.reset(layout);
+  m.sim().spawn("P0", thread.run(0));
+  m.sim().run();
+  return m.sim().now();
+}
+
+}  // namespace
+
+TEST_CASE("Independent loads overlap; an address dependency waits for the first load", "[litmus]") {
+  const sim::Tick one = thread_time(" LDR W0,[X1] ;\n");
+  const sim::Tick independent = thread_time(" LDR W0,[X1] ;\n LDR W2,[X3] ;\n");
+  const sim::Tick dependent = thread_time(" LDR W0,[X1] ;\n EOR W4,W0,W0 ;\n LDR W2,[X3,W4,SXTW] ;\n");
+  CHECK(independent < one * 3 / 2);
+  CHECK(dependent >= one * 19 / 10);
+}

@@ -1,0 +1,56 @@
+// The herdtools7 catalogues shipped in tests/data/litmus (AArch64 on
+// kunpeng920, x86-64 on skylake-sp-2s) at a modest number of runs: no
+// forbidden outcome is ever witnessed, and the share of supported tests
+// holds its floor. The share of allowed outcomes witnessed is printed (the
+// issue's floors: 80 % of AArch64's, all of x86-TSO's).
+#include <catch2/catch.hpp>
+
+#include <iostream>
+
+#include "cohsim/litmus/suite.hpp"
+#include "test_support.hpp"
+
+using namespace cohsim;
+using namespace cohsim::litmus;
+
+namespace {
+
+struct Catalogue {
+  std::string dir;
+  double supported_floor;
+};
+
+void run_catalogue(const Catalogue& c) {
+  std::vector<std::string> kinds_files;
+  const std::string dir = test::source_path("tests/data/litmus/herdtools7/" + c.dir);
+  const auto files = expand_paths({dir}, kinds_files);
+  REQUIRE(kinds_files.size() == 1);
+  SuiteOptions options;
+  options.aarch64_platform = test::source_path("configs/platforms/kunpeng920.json");
+  options.x86_platform = test::source_path("configs/platforms/skylake-sp-2s.json");
+  options.runs = 1000;
+  options.kinds = read_kinds(kinds_files[0]);
+  std::map<std::string, scenario::PlatformDoc> platforms;
+  std::vector<Entry> entries;
+  for (const auto& f : files) {
+    entries.push_back(run_file(f, options, platforms));
+    const Entry& e = entries.back();
+    INFO(e.file << ": " << e.reason);
+    CHECK(e.status != Entry::Status::error);
+    CHECK(e.verdict != Verdict::unsound);
+  }
+  std::cout << c.dir << ": " << format_summary(entries);
+  const Summary s = summarize(entries);
+  CHECK(s.tests - s.unsupported >= c.supported_floor * s.tests);
+}
+
+}  // namespace
+
+TEST_CASE("The AArch64 catalogue witnesses no forbidden outcome", "[litmus][suite]") { run_catalogue({"aarch64", 0.9}); }
+TEST_CASE("The AArch64 CAS catalogue witnesses no forbidden outcome", "[litmus][suite]") { run_catalogue({"aarch64-cas", 0.9}); }
+// 6 of its 50 tests need virtual memory (Variant=vmsa: PTE, TLBI) or
+// instruction fetch (ifetch: ins_t, DC/IC): 44 of 50 are in the subset.
+TEST_CASE("The AArch64 reader's guide catalogue witnesses no forbidden outcome", "[litmus][suite]") {
+  run_catalogue({"aarch64-readers-guide", 0.88});
+}
+TEST_CASE("The x86-64 catalogue witnesses no forbidden outcome", "[litmus][suite]") { run_catalogue({"x86_64", 0.9}); }
