@@ -87,7 +87,7 @@ TestResult run_test(const Test& test, scenario::Machine& m, std::uint64_t runs, 
   for (int node = 0; node < m.memory().nodes(); ++node) m.memory().alloc(node, 4096, 64, "litmus.padding");
   const sim::Tick miss = miss_latency(m, result.cpus);
   result.start_spread = 2 * miss;
-  result.jitter = miss / 2;
+  result.jitter = 3 * miss;
   sim::RandomStream home_rng(seed, "litmus.home"), start_rng(seed, "litmus.start"), jitter_rng(seed, "litmus.jitter"), branch_rng(seed, "litmus.branch");
   JitterGuard guard{m, result.cpus};
   for (int c : result.cpus) m.cpu(c).set_jitter(&jitter_rng, result.jitter);
