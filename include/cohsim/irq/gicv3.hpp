@@ -81,8 +81,8 @@ struct GicStats {
 /// The barrier at the head of gic_ipi_send_mask (Linux v5.17 irq-gic-v3.c).
 /// The ICC_SGI1R_EL1 write is a system-register write, not a memory access:
 /// only a DSB orders it after earlier stores (Arm ARM: a DMB orders memory
-/// accesses only; kernel commit 21ec30c0ef52 "irqchip/gic-v3: Use wmb()
-/// instead of smb_wmb() in gic_raise_softirq()").
+/// accesses only; kernel commit "irqchip/gic-v3: Use wmb() instead of
+/// smb_wmb() in gic_raise_softirq()").
 enum class GicSendBarrier {
   wmb,        ///< stock v5.17: wmb() = dsb(st), full-system completion of earlier stores
   dsb_ishst,  ///< patched: dsb(ishst), inner-shareable completion only
