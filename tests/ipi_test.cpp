@@ -262,3 +262,139 @@ TEST_CASE("the benchmark's total time is its measured calls' own times added up,
       calls_ns += rounds * res.get(std::string("ns_per_call.") + topo::hop_class_name(topo.hop_class(source, target)));
   CHECK(res.get("total_ms") == Approx(calls_ns / 1e6).epsilon(1e-9));
 }
+
+namespace {
+
+/// Sends `sends` SGIs from CPU 0 to CPU 1 through gic_ipi_send_mask with
+/// barrier `b`. Before each, CPU 0 writes a line that `owner` wrote last
+/// (slow: its ownership comes from there), dmb ishst, and a message (the
+/// smp_wmb-ordered pattern: in any ordering the architecture allows, the
+/// message becomes visible only after the slow store). CPU 1's handler loads
+/// the message. Returns how many handlers read the message from before the
+/// store: it was still buffered when the SGI arrived.
+int stale_handler_reads(IpiBarrier b, int first_owner, int owners, int sends) {
+  Rig r;
+  r.gic.set_send_barrier(b);
+  const fabric::Addr slow = r.m.memory().alloc(0, 64, 64, "test.slow");
+  const fabric::Addr message = r.m.memory().alloc(0, 64, 64, "test.message");
+  std::uint64_t expected = 0;
+  int stale = 0, handled = 0;
+  r.gic.set_sgi_handler(kTestSgi, [&](cpu::Cpu& c) -> Task<void> {
+    if (co_await c.load(message, 8) != expected) ++stale;
+    ++handled;
+  });
+  r.idle(1);
+  // The slow line: a counter the CPUs `owners` keep incrementing (LDADD), so
+  // CPU 0's ownership request waits behind theirs.
+  for (int o = first_owner; o < first_owner + owners; ++o)
+    r.sim().spawn("counter", [](cpu::Cpu& c, fabric::Addr slow) -> Task<void> {
+      for (;;) co_await c.rmw(slow, 8, fabric::RmwOp::add, 1, 0, cpu::Order::relaxed);
+    }(r.cpu(o), slow), true);
+  r.sim().spawn("sender", [](Rig& r, int sends, fabric::Addr slow, fabric::Addr message,
+                             std::uint64_t& expected, int& handled) -> Task<void> {
+    for (int i = 0; i < sends; ++i) {
+      expected = static_cast<std::uint64_t>(i) + 1;
+      cpu::Cpu& c = r.cpu(0);
+      co_await c.store(slow, 8, expected);
+      co_await c.dmb(cpu::Domain::ish, cpu::BarrierType::st);  // smp_wmb
+      co_await c.store(message, 8, expected);
+      const std::vector<int> target(1, 1);
+      co_await r.gic.send_ipi(c, target, kTestSgi);
+      while (handled <= i) co_await r.sim().delay(sim::kUs);
+    }
+  }(r, sends, slow, message, expected, handled));
+  r.sim().run();
+  REQUIRE(handled == sends);
+  return stale;
+}
+
+}  // namespace
+
+TEST_CASE("a dsb before the SGI1R write makes earlier stores visible to the handler, a dmb or no barrier does not",
+          "[ipi][barrier]") {
+  constexpr int kSends = 20;
+  SECTION("with a dsb no handler ever reads the old message, wherever the slow line's contenders are") {
+    const int owner = GENERATE(2, 24, 60);
+    const int owners = GENERATE(1, 4);
+    INFO("contenders: cpus " << owner << ".." << owner + owners - 1);
+    CHECK(stale_handler_reads(IpiBarrier::wmb, owner, owners, kSends) == 0);
+    CHECK(stale_handler_reads(IpiBarrier::dsb_ishst, owner, owners, kSends) == 0);
+  }
+  SECTION("with a dmb or none the SGI overtakes a store whose line four CPUs on the other socket contend for") {
+    CHECK(stale_handler_reads(IpiBarrier::dmb_ishst, 60, 4, kSends) > kSends / 2);
+    CHECK(stale_handler_reads(IpiBarrier::none, 60, 4, kSends) > kSends / 2);
+  }
+}
+
+namespace {
+
+/// CPU 0 calls CPU 1 (smp_call_function_single, wait) with the csd lock
+/// watchdog at `timeout`, while CPU 1 runs with interrupts off for
+/// `irqs_off`. Returns when the call returned.
+struct WatchdogRun {
+  Rig r;
+  SmpCall smp{r.m, r.gic, IpiBarrier::wmb, no_costs()};
+  fabric::Addr csd = r.m.memory().alloc(0, 64, 64, "test.csd");
+  Tick returned = 0;
+
+  WatchdogRun(Tick timeout, Tick irqs_off) {
+    smp.set_csd_lock_timeout(timeout);
+    const fabric::Addr fn = smp.register_function([](cpu::Cpu&, std::uint64_t) -> Task<void> { co_return; });
+    r.sim().spawn("target", [](cpu::Cpu& c, Tick busy) -> Task<void> {
+      c.local_irq_disable();
+      co_await c.compute(busy);
+      co_await c.local_irq_enable();
+      for (;;) co_await c.wfi();
+    }(r.cpu(1), irqs_off), true);
+    r.sim().spawn("sender", [](WatchdogRun& w, fabric::Addr fn) -> Task<void> {
+      co_await w.smp.smp_call_function_single(w.r.cpu(0), 1, fn, 0, true, w.csd);
+      w.returned = w.r.sim().now();
+    }(*this, fn));
+    r.sim().run();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the csd lock watchdog names the waiting CPU, its csd and the target once the wait outlasts the timeout",
+          "[ipi][barrier]") {
+  WatchdogRun w(1 * sim::kMs, 3500 * sim::kUs);
+  REQUIRE(w.smp.csd_lock_timeouts().size() == 1);  // one wait, reported once
+  const auto& t = w.smp.csd_lock_timeouts().front();
+  CHECK(t.waiter == 0);
+  CHECK(t.target == 1);
+  CHECK(t.csd == w.csd);
+  CHECK(t.detected - t.since == 1 * sim::kMs);
+  CHECK(t.message().find("lost IPI: cpu 0 waited for csd") == 0);
+  CHECK(w.smp.ipis_resent() == 3);  // at 1, 2 and 3 ms, as csd_lock_wait_toolong re-sends
+  CHECK(w.returned > 3500 * sim::kUs);  // the call still completes once the target takes the IPI
+}
+
+TEST_CASE("the csd lock watchdog stays silent for a wait within the timeout and does not change its timing",
+          "[ipi][barrier]") {
+  const Tick off = 900 * sim::kUs;
+  WatchdogRun watched(1 * sim::kMs, off), unwatched(0, off);
+  CHECK(watched.smp.csd_lock_timeouts().empty());
+  CHECK(watched.smp.ipis_resent() == 0);
+  CHECK(watched.returned == unwatched.returned);
+}
+
+TEST_CASE("no barrier variant loses a call of the benchmark: the fully ordered llist_add drains the stores first",
+          "[ipi][barrier]") {
+  // llist_add's cmpxchg is CASAL (LSE): a release, so every earlier store
+  // (the csd fields, node->next, the module's data) is written before it, and
+  // it returns after its own write to the queue head; the IPI is sent only on
+  // its result. Nothing the target reads is left in the store buffer when the
+  // SGI1R write leaves, whatever barrier precedes it: the window needs a store
+  // still buffered (the directed test above forces one).
+  const std::string barrier = GENERATE(as<std::string>{}, "wmb", "dsb-ishst", "dmb-ishst", "none");
+  const std::string data_node = GENERATE(as<std::string>{}, "0", "2");
+  auto s = scenario::load_scenario(std::string(COHSIM_SOURCE_DIR) + "/configs/scenarios/ipi-kunpeng920.json", barrier,
+                                   {{"rounds", "3"}, {"warmup_rounds", "0"}, {"data_node", data_node},
+                                    {"csd_lock_timeout", "100us"}});
+  scenario::Run run(s, 1);
+  scenario::Results res = run.execute();
+  CHECK(res.get("lost_calls") == 0);
+  CHECK(res.failures.empty());
+  CHECK(res.get("ipis_sent") == 3 * 95);
+}

@@ -23,6 +23,12 @@ constexpr Tick kUdelayUnit = 1'000'000;         // udelay(1): 1 us
 std::int32_t as_int(std::uint64_t v) { return static_cast<std::int32_t>(static_cast<std::uint32_t>(v)); }
 }  // namespace
 
+CmdqPublishBarrier parse_publish_barrier(const std::string& name) {
+  if (name == "dma-wmb") return CmdqPublishBarrier::dma_wmb;
+  if (name == "none") return CmdqPublishBarrier::none;
+  throw std::invalid_argument("unknown command publication barrier " + name);
+}
+
 CmdqVariant parse_cmdq_variant(const std::string& name) {
   if (name == "cmpxchg") return CmdqVariant::cmpxchg;
   if (name == "spinlock-fallback") return CmdqVariant::spinlock_fallback;
@@ -104,6 +110,7 @@ Task<void> SmmuCmdq::issue_cmdlist(cpu::Cpu& c, const CmdqCommand* cmds, int n, 
                                                                      : inc_prod_n(prod, static_cast<std::uint32_t>(i)); };
   for (int i = 0; i < n; ++i) {
     const Addr e = entry_addr(pos(i));
+    smmu_.expect_command(q_idx(pos(i)), cmds[i][0], cmds[i][1]);
     co_await c.store(e, 8, cmds[i][0]);
     co_await c.store(e + 8, 8, cmds[i][1]);
   }
@@ -112,6 +119,7 @@ Task<void> SmmuCmdq::issue_cmdlist(cpu::Cpu& c, const CmdqCommand* cmds, int n, 
     // arm_smmu_cmdq_build_sync_cmd: the MSI address is the CMD_SYNC entry itself.
     const Addr e = entry_addr(sync_prod);
     auto [d0, d1] = devices::cmd_sync_msi(e);
+    smmu_.expect_command(q_idx(sync_prod), d0, d1);
     co_await c.store(e, 8, d0);
     co_await c.store(e + 8, 8, d1);
     // Hold the lock shared so the queue cannot wrap twice unnoticed
@@ -119,7 +127,7 @@ Task<void> SmmuCmdq::issue_cmdlist(cpu::Cpu& c, const CmdqCommand* cmds, int n, 
     if (variant_ != CmdqVariant::fetch_add) co_await shared_lock(c, 1);
   }
   // 3. Mark our slots as valid, ensuring commands are visible first.
-  co_await c.dmb(Domain::osh, BarrierType::st);  // dma_wmb
+  if (publish_barrier_ == CmdqPublishBarrier::dma_wmb) co_await c.dmb(Domain::osh, BarrierType::st);  // dma_wmb
   const std::uint32_t end = variant_ == CmdqVariant::fetch_add ? wrapped(head) : inc_prod_n(prod, static_cast<std::uint32_t>(n + (sync ? 1 : 0)));
   co_await poll_set_valid_map(c, variant_ == CmdqVariant::fetch_add ? wrapped(prod) : prod, end, true);
   account(c, s, CmdqPhase::write, t, sim.now());
@@ -223,24 +231,61 @@ Task<void> SmmuCmdq::queue_poll(cpu::Cpu& c, Poll& qp, CmdqCpuStats& s) {
 // queue_poll(&qp)) with qp.wfe = false. On arm64 each round is a load, the
 // condition (which calls queue_poll when false), then __cmpwait_relaxed:
 // LDXR, and WFE unless the value already changed.
+// queue_poll also gives up after ARM_SMMU_POLL_TIMEOUT_US (-ETIMEDOUT; the
+// caller logs "CMD_SYNC timeout"): the deadline is checked each round, and an
+// event at the deadline ends a WFE as the kernel's event stream would.
 Task<void> SmmuCmdq::wait_for_sync(cpu::Cpu& c, std::uint32_t sync_prod, CmdqCpuStats& s) {
   const Addr e = entry_addr(sync_prod);
   Poll qp;
   Tick backoff_before = s.phase[static_cast<std::size_t>(CmdqPhase::backoff)];
   const Tick start = c.sim().now();
+  if (sync_waits_.empty()) sync_waits_.resize(static_cast<std::size_t>(cpu_count_));
+  SyncWait& w = sync_waits_.at(static_cast<std::size_t>(c.id()));
+  w.waiting = true;
+  w.deadline = start + sync_timeout_;
+  if (!w.check_scheduled) {
+    w.check_scheduled = true;
+    c.sim().schedule(w.deadline, &SmmuCmdq::sync_deadline_event, this, static_cast<std::uint64_t>(c.id()));
+  }
   for (;;) {
     const std::uint64_t v = co_await c.load(e, 4, Order::relaxed);
     if (v == 0) break;
+    if (c.sim().now() >= w.deadline) {
+      sync_timeouts_.push_back(CmdSyncTimeout{c.id(), sync_prod, start, c.sim().now()});
+      break;
+    }
     ++s.sync_spins;
     co_await queue_poll(c, qp, s);
     const std::uint64_t again = co_await c.load(e, 4, Order::relaxed);  // LDXR
-    if (again != v) continue;
+    if (again != v || c.sim().now() >= w.deadline) continue;
+    w.asleep = c.sim().current();
     co_await c.wait_for_change(e, "arm_smmu_cmdq: CMD_SYNC MSI (WFE)");
+    w.asleep = nullptr;
     ++s.sync_wakeups;
   }
+  w.waiting = false;
   // The backoff inside this wait is reported as backoff, not as sync.
   const Tick backoff = s.phase[static_cast<std::size_t>(CmdqPhase::backoff)] - backoff_before;
   s.phase[static_cast<std::size_t>(CmdqPhase::sync)] -= std::min(backoff, c.sim().now() - start);
+}
+
+void SmmuCmdq::sync_deadline_event(void* ctx, std::uint64_t cpu) {
+  auto* q = static_cast<SmmuCmdq*>(ctx);
+  SyncWait& w = q->sync_waits_[static_cast<std::size_t>(cpu)];
+  w.check_scheduled = false;
+  if (!w.waiting) return;
+  sim::Simulator& sim = q->smmu_.simulator();
+  if (sim.now() < w.deadline) {  // a later wait of this CPU: its own deadline
+    w.check_scheduled = true;
+    sim.schedule(w.deadline, &SmmuCmdq::sync_deadline_event, ctx, cpu);
+    return;
+  }
+  if (w.asleep != nullptr) sim.wake(w.asleep, w.asleep->wait_id());
+}
+
+std::string CmdSyncTimeout::message() const {
+  return fmt::format("CMD_SYNC timeout at {:#010x} on cpu {} (waiting since {:.1f} ns, given up at {:.1f} ns)", prod,
+                     cpu, sim::to_ns(since), sim::to_ns(at));
 }
 
 // ------------------------------------------------------ the cmdq lock ---

@@ -35,6 +35,28 @@ enum class CmdqVariant { cmpxchg, spinlock_fallback, fetch_add };
 /// "cmpxchg" | "spinlock-fallback" | "fetch-add".
 CmdqVariant parse_cmdq_variant(const std::string& name);
 
+/// The barrier of step 3, between writing the commands and marking them
+/// valid (which lets the owner write PROD): dma_wmb() = dmb(oshst) in v5.9,
+/// or none. The commands are normal memory the SMMU reads I/O-coherently
+/// after PROD, an MMIO write: without the barrier nothing orders the
+/// command stores before the valid-map update, nor (for the owner's own
+/// entries) before the PROD write.
+enum class CmdqPublishBarrier { dma_wmb, none };
+/// "dma-wmb" | "none".
+CmdqPublishBarrier parse_publish_barrier(const std::string& name);
+
+/// ARM_SMMU_POLL_TIMEOUT_US (v5.9 arm-smmu-v3.h): a CMD_SYNC wait gives up after 1 s.
+inline constexpr Tick kCmdSyncTimeoutDefault = 1000 * sim::kMs;
+
+/// A CMD_SYNC whose completion never came: "CMD_SYNC timeout at 0x%08x" (v5.9).
+struct CmdSyncTimeout {
+  int cpu = 0;
+  std::uint32_t prod = 0;  ///< the CMD_SYNC's queue position
+  Tick since = 0, at = 0;
+  /// "CMD_SYNC timeout at 0x... on cpu N (waiting since T ns)".
+  std::string message() const;
+};
+
 /// Where an issuing CPU spends its time.
 enum class CmdqPhase { claim, write, owner, sync, backoff };
 inline constexpr int kCmdqPhases = 5;
@@ -81,6 +103,14 @@ class SmmuCmdq {
   Task<void> issue_cmdlist(cpu::Cpu& cpu, const CmdqCommand* cmds, int n, bool sync);
 
   CmdqVariant variant() const { return variant_; }
+  /// Chooses the barrier of step 3 (dma_wmb unless told otherwise).
+  void set_publish_barrier(CmdqPublishBarrier b) { publish_barrier_ = b; }
+  /// How long a CMD_SYNC wait lasts before it gives up (kCmdSyncTimeoutDefault
+  /// unless told otherwise). The WFE in the wait ends at the deadline as the
+  /// kernel's event stream would end it; the SmmuCmdq must outlive the run.
+  void set_sync_timeout(Tick t) { sync_timeout_ = t; }
+  /// The CMD_SYNC waits that timed out, in order.
+  const std::vector<CmdSyncTimeout>& sync_timeouts() const { return sync_timeouts_; }
   /// The most entries (commands + CMD_SYNC) one call may insert.
   int max_entries_per_call() const;
   const CmdqCpuStats& stats(int cpu) const { return stats_.at(static_cast<std::size_t>(cpu)); }
@@ -112,6 +142,8 @@ class SmmuCmdq {
   Task<void> owner_publish(cpu::Cpu& c, std::uint32_t start, CmdqCpuStats& s);
   Task<void> poll_set_valid_map(cpu::Cpu& c, std::uint32_t sprod, std::uint32_t eprod, bool set);
   Task<void> wait_for_sync(cpu::Cpu& c, std::uint32_t sync_prod, CmdqCpuStats& s);
+  /// The CMD_SYNC wait deadline of CPU `cpu` (a Simulator event).
+  static void sync_deadline_event(void* ctx, std::uint64_t cpu);
   Task<void> queue_poll(cpu::Cpu& c, Poll& qp, CmdqCpuStats& s);
   Task<void> shared_lock(cpu::Cpu& c, std::int32_t count);
   Task<void> shared_unlock_after_sync(cpu::Cpu& c, std::uint32_t cons_after);
@@ -149,6 +181,17 @@ class SmmuCmdq {
   std::vector<CmdqCpuStats> stats_;
   bool recording_ = false;
   std::vector<CmdqBatch> batches_;
+  CmdqPublishBarrier publish_barrier_ = CmdqPublishBarrier::dma_wmb;
+  /// One CPU's CMD_SYNC wait, for its deadline.
+  struct SyncWait {
+    bool waiting = false;
+    bool check_scheduled = false;  ///< a deadline event for this CPU is in the queue
+    sim::Process* asleep = nullptr;  ///< the waiting process while in WFE
+    Tick deadline = 0;
+  };
+  Tick sync_timeout_ = kCmdSyncTimeoutDefault;
+  std::vector<SyncWait> sync_waits_;
+  std::vector<CmdSyncTimeout> sync_timeouts_;
 };
 
 }  // namespace cohsim::models

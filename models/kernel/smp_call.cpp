@@ -1,5 +1,6 @@
 #include "models/kernel/smp_call.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace cohsim::models::kernel {
@@ -125,6 +126,10 @@ Task<void> SmpCall::generic_exec_single(cpu::Cpu& c, int target, Addr csd) {
     if (were_enabled) co_await c.local_irq_enable();
     co_return;
   }
+  // csd->node.dst (CONFIG_CSD_LOCK_WAIT_DEBUG): whom the watchdog names.
+  auto dst = std::find_if(csd_dst_.begin(), csd_dst_.end(), [csd](const auto& e) { return e.first == csd; });
+  if (dst == csd_dst_.end()) csd_dst_.emplace_back(csd, target);
+  else dst->second = target;
   // __smp_call_single_queue: the IPI only when the queue was empty.
   if (co_await llist_add(c, csd + CsdLayout::next, call_single_queue(target))) {
     co_await send_call_function_single_ipi(c, target);
@@ -172,8 +177,59 @@ Task<void> SmpCall::csd_lock_wait(cpu::Cpu& c, Addr csd) {
   // LDAR, then LDXR + WFE until the line is written. From
   // smp_call_function_single (v5.17: get_cpu() disables preemption only) it
   // spins with interrupts enabled, so an interrupt is taken while it waits.
+  if (csd_lock_timeout_ > 0) {
+    // The watchdog of CONFIG_CSD_LOCK_WAIT_DEBUG, kept off the wait's own
+    // timing: an event at the deadline checks whether this wait still lasts.
+    if (waits_.empty()) waits_.resize(static_cast<std::size_t>(m_.cpu_count()));
+    CsdWait& w = waits_[static_cast<std::size_t>(c.id())];
+    w = CsdWait{.waiting = true, .reported = false, .check_scheduled = w.check_scheduled, .csd = csd,
+                .since = c.sim().now(), .deadline = c.sim().now() + csd_lock_timeout_};
+    if (!w.check_scheduled) {
+      w.check_scheduled = true;
+      c.sim().schedule(w.deadline, &SmpCall::watchdog_event, this, static_cast<std::uint64_t>(c.id()));
+    }
+  }
   co_await c.spin_until(csd + CsdLayout::flags, 4, [](std::uint64_t v) { return (v & kCsdFlagLock) == 0; },
                         Order::acquire, "csd_lock_wait: the target's csd_unlock");
+  if (csd_lock_timeout_ > 0) waits_[static_cast<std::size_t>(c.id())].waiting = false;
+}
+
+void SmpCall::watchdog_event(void* ctx, std::uint64_t cpu) { static_cast<SmpCall*>(ctx)->watchdog(static_cast<int>(cpu)); }
+
+void SmpCall::watchdog(int cpu) {
+  // v5.17 kernel/smp.c csd_lock_wait_toolong: after CSD_LOCK_TIMEOUT with
+  // the csd still locked, report the waiting CPU, the csd and its
+  // destination, and re-send the IPI (arch_send_call_function_single_ipi)
+  // when the destination is not handling a csd; again every timeout.
+  CsdWait& w = waits_[static_cast<std::size_t>(cpu)];
+  w.check_scheduled = false;
+  if (!w.waiting) return;
+  sim::Simulator& sim = m_.sim();
+  if (sim.now() >= w.deadline && (m_.fabric().peek(w.csd + CsdLayout::flags, 4) & kCsdFlagLock) != 0) {
+    const auto dst = std::find_if(csd_dst_.begin(), csd_dst_.end(), [&w](const auto& e) { return e.first == w.csd; });
+    const int target = dst == csd_dst_.end() ? -1 : dst->second;
+    if (!w.reported) {
+      w.reported = true;
+      timeouts_.push_back(CsdLockTimeout{cpu, w.csd, target, w.since, sim.now()});
+    }
+    if (target >= 0 && target != cpu)
+      sim.spawn(fmt::format("cpu{} csd watchdog: re-send IPI", cpu), resend_ipi(m_.cpu(cpu), target), true);
+    w.deadline = sim.now() + csd_lock_timeout_;
+  }
+  if (sim.now() >= w.deadline) return;  // unlocked: the waiter is about to see it
+  w.check_scheduled = true;
+  sim.schedule(w.deadline, &SmpCall::watchdog_event, this, static_cast<std::uint64_t>(cpu));
+}
+
+Task<void> SmpCall::resend_ipi(cpu::Cpu& c, int target) {
+  ++ipis_resent_;
+  const std::vector<int> mask(1, target);
+  co_await ipi_.send_ipi(c, mask, call_vector_);
+}
+
+std::string CsdLockTimeout::message() const {
+  return fmt::format("lost IPI: cpu {} waited for csd {:#x} of cpu {} since {:.1f} ns (csd lock watchdog at {:.1f} ns)",
+                     waiter, csd, target, sim::to_ns(since), sim::to_ns(detected));
 }
 
 Task<void> SmpCall::gic_ipi_send_mask(cpu::Cpu& c, const std::vector<int>& targets, int intid) {

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "cohsim/cpu/cpu.hpp"
@@ -51,6 +52,21 @@ inline constexpr std::uint64_t kTifNeedResched = 1ull << 3, kTifPollingNrflag = 
 
 /// The barrier at the head of gic_ipi_send_mask.
 using IpiBarrier = irq::GicSendBarrier;
+
+/// v5.17 kernel/smp.c CSD_LOCK_TIMEOUT (CONFIG_CSD_LOCK_WAIT_DEBUG): 5 s.
+inline constexpr Tick kCsdLockTimeoutDefault = 5 * sim::kSec;
+
+/// A csd_lock_wait that outlasted the csd lock timeout: csd_lock_wait_toolong's
+/// report (v5.17 kernel/smp.c, CONFIG_CSD_LOCK_WAIT_DEBUG).
+struct CsdLockTimeout {
+  int waiter = 0;   ///< the CPU spinning in csd_lock_wait
+  Addr csd = 0;     ///< its csd
+  int target = 0;   ///< the CPU whose call_single_queue the csd was added to (csd->node.dst)
+  Tick since = 0;   ///< when the wait began
+  Tick detected = 0;
+  /// "lost IPI: cpu N waited for csd 0x... of cpu M since T ns (reported at T' ns)".
+  std::string message() const;
+};
 
 /// What an idle target CPU does (x86; arm64 idles in WFI).
 enum class IdleMode {
@@ -108,12 +124,26 @@ class SmpCall {
   Addr call_single_queue(int cpu) const { return queues_.at(static_cast<std::size_t>(cpu)); }
   /// IPIs sent (one per llist_add that found the queue empty).
   std::uint64_t ipis_sent() const { return ipis_sent_; }
+  /// CONFIG_CSD_LOCK_WAIT_DEBUG: a csd_lock_wait still waiting after
+  /// `timeout` is reported, and the IPI re-sent from the waiting CPU as
+  /// csd_lock_wait_toolong does, every `timeout` while it lasts (0: off, the
+  /// default). The watchdog does not change the wait's timing; the SmpCall
+  /// must outlive the run.
+  void set_csd_lock_timeout(Tick timeout) { csd_lock_timeout_ = timeout; }
+  /// The waits that outlasted the timeout, in the order detected (one entry per wait).
+  const std::vector<CsdLockTimeout>& csd_lock_timeouts() const { return timeouts_; }
+  /// IPIs the watchdog re-sent.
+  std::uint64_t ipis_resent() const { return ipis_resent_; }
   /// Calls queued behind earlier entries, so without an IPI.
   std::uint64_t queued_without_ipi() const { return queued_without_ipi_; }
 
  private:
   Task<void> generic_exec_single(cpu::Cpu& c, int target, Addr csd);
   Task<void> csd_lock_wait(cpu::Cpu& c, Addr csd);
+  /// The csd lock watchdog of CPU `cpu` (a Simulator event).
+  static void watchdog_event(void* ctx, std::uint64_t cpu);
+  void watchdog(int cpu);
+  Task<void> resend_ipi(cpu::Cpu& c, int target);
   Task<void> call(cpu::Cpu& c, Addr func, std::uint64_t info);
   /// __flush_smp_call_function_queue(true): the IPI_CALL_FUNC handler.
   Task<void> flush_smp_call_function_queue(cpu::Cpu& c);
@@ -138,6 +168,19 @@ class SmpCall {
   std::vector<Addr> rq_idle_;     ///< x86: per CPU, cpu_rq(cpu)->idle
   std::vector<std::function<Task<void>(cpu::Cpu&, std::uint64_t)>> functions_;
   std::uint64_t ipis_sent_ = 0, queued_without_ipi_ = 0, woken_without_ipi_ = 0;
+  /// The csd lock watchdog's view of one CPU's csd_lock_wait.
+  struct CsdWait {
+    bool waiting = false;
+    bool reported = false;         ///< this wait is in timeouts_ already
+    bool check_scheduled = false;  ///< a watchdog event for this CPU is in the queue
+    Addr csd = 0;
+    Tick since = 0, deadline = 0;
+  };
+  Tick csd_lock_timeout_ = 0;
+  std::vector<CsdWait> waits_;                 ///< per CPU
+  std::vector<std::pair<Addr, int>> csd_dst_;  ///< csd -> the CPU it was last queued to
+  std::vector<CsdLockTimeout> timeouts_;
+  std::uint64_t ipis_resent_ = 0;
 };
 
 }  // namespace cohsim::models::kernel

@@ -43,6 +43,15 @@ class DmaMapBench : public scenario::Workload {
                        m.cpu_count());
     variant_name_ = p.choice("variant", Spec{.doc = "command queue space allocation scheme", .def = "cmpxchg",
                                              .choices = {"cmpxchg", "spinlock-fallback", "fetch-add"}});
+    publish_barrier_ = parse_publish_barrier(p.choice(
+        "publish_barrier", Spec{.doc = "barrier between writing the commands and marking them valid: dma-wmb "
+                                       "(dmb oshst, v5.9) or none (the SMMU may read a command before it is visible)",
+                                .def = "dma-wmb", .choices = {"dma-wmb", "none"}}));
+    sync_timeout_ = p.time(
+        "cmd_sync_timeout",
+        Spec{.doc = "a CMD_SYNC wait gives up after this (\"CMD_SYNC timeout\"); source: v5.9 arm-smmu-v3.h "
+                    "ARM_SMMU_POLL_TIMEOUT_US = 1000000 (1 s)",
+             .def = "1s", .min = 1e6, .max = 1e13});
     duration_ = p.time("duration", Spec{.doc = "measured simulated time", .def = "5ms", .min = 1e6, .max = 1e12});
     warmup_ = p.time("warmup", Spec{.doc = "simulated time before measuring", .def = "200us", .min = 0, .max = 1e12});
     queue_entries_ = static_cast<int>(p.integer(
@@ -62,6 +71,8 @@ class DmaMapBench : public scenario::Workload {
       section.fail("socket", fmt::format("no such socket (the machine has {})", m.topology().sockets()));
     smmu_ = std::make_unique<devices::Smmu>(smmu_params_, m.fabric(), queue_entries_);
     cmdq_ = std::make_unique<SmmuCmdq>(parse_cmdq_variant(variant_name_), *smmu_, m.memory(), m.topology());
+    cmdq_->set_publish_barrier(publish_barrier_);
+    cmdq_->set_sync_timeout(sync_timeout_);
     if (cmdq_->max_entries_per_call() < 2)
       p.fail("queue_entries", fmt::format("too small for {}: one call (TLBI + CMD_SYNC) may insert at most {} entries",
                                           variant_name_, cmdq_->max_entries_per_call()));
@@ -89,10 +100,18 @@ class DmaMapBench : public scenario::Workload {
     driver_.assign(cpus_.size(), CmdqCpuStats{});
     for (std::size_t i = 0; i < cpus_.size(); ++i)
       sim.spawn(fmt::format("cpu{} dma-map-bench", cpus_[i]), thread(i, start_rng.below(start_jitter_ + 1)));
-    sim.run(kWorkloadLimits);
+    // A CMD_SYNC that never completes (a stale command read) is waited for up
+    // to the timeout: that is not a stuck run.
+    sim::RunLimits limits = kWorkloadLimits;
+    limits.max_time_without_progress = std::max(limits.max_time_without_progress, 2 * sync_timeout_);
+    sim.run(limits);
     Results r = report();
     r.add("smmu_commands", static_cast<double>(window_.delta(commands)));
     r.add("smmu_command_errors", static_cast<double>(window_.delta(errors)));
+    r.add("stale_commands", static_cast<double>(smmu.stale_commands));
+    r.add("cmd_sync_timeouts", static_cast<double>(cmdq_->sync_timeouts().size()));
+    for (const auto& stale : smmu_->stale_reads()) r.failures.push_back(stale.message());
+    for (const auto& timeout : cmdq_->sync_timeouts()) r.failures.push_back(timeout.message());
     r.add("smmu_busy_fraction", static_cast<double>(window_.delta(busy)) / static_cast<double>(window_.length()));
     r.extra["variant"] = variant_name_;
     scenario::add_contention_report(r, m_);
@@ -192,6 +211,8 @@ class DmaMapBench : public scenario::Workload {
   Machine& m_;
   std::vector<int> cpus_;
   std::string variant_name_;
+  CmdqPublishBarrier publish_barrier_ = CmdqPublishBarrier::dma_wmb;
+  Tick sync_timeout_ = kCmdSyncTimeoutDefault;
   Tick duration_ = 0, warmup_ = 0, start_jitter_ = 0;
   int queue_entries_ = 0;
   devices::SmmuParams smmu_params_;

@@ -88,6 +88,11 @@ std::string format_metrics(const scenario::Results& r) {
   for (const auto& [k, v] : r.metrics) width = std::max(width, k.size());
   std::string out;
   for (const auto& [k, v] : r.metrics) out += fmt::format("  {:<{}}  {:>14.6g}\n", k, width, v);
+  if (!r.failures.empty()) {
+    out += fmt::format("  INCORRECT: {} failure(s); the metrics above cover the operations that completed\n",
+                       r.failures.size());
+    for (const auto& f : r.failures) out += "    " + f + "\n";
+  }
   return out;
 }
 
@@ -143,7 +148,11 @@ RunOutput finish_run(const std::string& path, const scenario::LoadedScenario& s,
   json overrides_json = json::object();
   for (const auto& o : overrides) overrides_json[o.key] = o.value;
   doc["overrides"] = overrides_json;
-  for (auto it = r.extra.begin(); it != r.extra.end(); ++it) doc[it.key()] = it.value();
+  // A workload's extras never replace the run's own keys (the dma-map-bench's
+  // "variant" is its space-allocation scheme, not the scenario variant).
+  for (auto it = r.extra.begin(); it != r.extra.end(); ++it)
+    if (!doc.contains(it.key())) doc[it.key()] = it.value();
+  doc["failures"] = r.failures;
   return {doc, r, run.registry().provenance()};
 }
 

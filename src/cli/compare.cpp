@@ -90,18 +90,45 @@ void print_table(const std::vector<RunOutput>& runs) {
     if (i > 0) std::cout << fmt::format("  {:>9}", "diff");
   }
   std::cout << "\n";
+  // Correctness beside cost: a variant whose run detected failures (a lost
+  // IPI, a stale command) says so in its first row, and its numbers, which
+  // cover only the operations that completed, carry a '*'.
+  auto failed = [&](std::size_t i) { return !runs[i].results.failures.empty(); };
+  bool any_failed = false;
+  for (std::size_t i = 0; i < runs.size(); ++i) any_failed = any_failed || failed(i);
+  if (any_failed) {
+    std::cout << fmt::format("{:<{}}", "correct", w);
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const std::size_t n = runs[i].results.failures.size();
+      std::cout << fmt::format("  {:>14}", n == 0 ? std::string("yes") : fmt::format("NO: {} failed", n));
+      if (i > 0) std::cout << fmt::format("  {:>9}", "");
+    }
+    std::cout << "\n";
+  }
   for (const auto& n : names) {
     std::cout << fmt::format("{:<{}}", n, w);
     const double base = runs.front().results.get(n);
     for (std::size_t i = 0; i < runs.size(); ++i) {
-      double v = runs[i].results.has(n) ? runs[i].results.get(n) : NAN;
-      std::cout << fmt::format("  {:>14.6g}", v);
+      const bool has = runs[i].results.has(n);
+      double v = has ? runs[i].results.get(n) : NAN;
+      if (!has && failed(i)) std::cout << fmt::format("  {:>14}", "none completed");
+      else if (failed(i)) std::cout << fmt::format("  {:>13.6g}*", v);
+      else std::cout << fmt::format("  {:>14.6g}", v);
       if (i > 0) {
         auto p = pct(v, base);
         std::cout << (p ? fmt::format("  {:>+8.2f}%", *p) : fmt::format("  {:>9}", "n/a"));
       }
     }
     std::cout << "\n";
+  }
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (!failed(i)) continue;
+    const auto& f = runs[i].results.failures;
+    std::cout << fmt::format("* {}: {} correctness failure(s); its figures cover the completed operations only\n",
+                             runs[i].doc["variant"].get<std::string>(), f.size());
+    constexpr std::size_t kShown = 5;
+    for (std::size_t k = 0; k < std::min(f.size(), kShown); ++k) std::cout << "    " << f[k] << "\n";
+    if (f.size() > kShown) std::cout << fmt::format("    ... and {} more (all in --json)\n", f.size() - kShown);
   }
 }
 

@@ -82,10 +82,35 @@ Task<void> Smmu::command_processor() {
     std::memcpy(&dword0, data.data() + off, 8);
     std::memcpy(&dword1, data.data() + off + 8, 8);
     --cached_limit;
+    check_expected(index, dword0, dword1);
     co_await execute(dword0, dword1, index);
     cons_ = (cons_ + 1) & wrap_mask;
     sim_.note_progress();
   }
+}
+
+void Smmu::expect_command(std::uint32_t index, std::uint64_t dword0, std::uint64_t dword1) {
+  if (expected_.empty()) expected_.resize(static_cast<std::size_t>(entries_));
+  expected_.at(index) = Expected{true, dword0, dword1};
+}
+
+void Smmu::check_expected(std::uint32_t index, std::uint64_t dword0, std::uint64_t dword1) {
+  // The queue is normal cacheable memory the SMMU reads I/O-coherently: it
+  // sees what the driver's stores made visible, not what is still in a
+  // CPU's store buffer. A difference is a publication-order bug.
+  if (expected_.empty()) return;
+  Expected& e = expected_[index];
+  if (!e.pending) return;
+  e.pending = false;
+  if (e.dword0 == dword0 && e.dword1 == dword1) return;
+  ++stats_.stale_commands;
+  stale_reads_.push_back({index, sim_.now(), dword0, dword1, e.dword0, e.dword1});
+}
+
+std::string Smmu::StaleRead::message() const {
+  return fmt::format("stale command read by the SMMU at slot {} at {:.1f} ns: read {:#018x} {:#018x}, the driver "
+                     "wrote {:#018x} {:#018x}",
+                     index, sim::to_ns(at), read0, read1, written0, written1);
 }
 
 Task<void> Smmu::execute(std::uint64_t dword0, std::uint64_t dword1, std::uint32_t index) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <fmt/format.h>
+#include <stdexcept>
 
 namespace cohsim::irq {
 
@@ -40,6 +41,13 @@ GicParams::GicParams(config::Reader r, const topo::Topology& t) {
                                             per_cluster));
   if (routing_placement == "die" && t.node_count() != t.die_count())
     r.fail("routing_placement", "'die' needs an agent on every die (one NUMA node per die); use 'socket'");
+}
+
+GicSendBarrier parse_send_barrier(const std::string& name) {
+  const auto& names = send_barrier_names();
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return static_cast<GicSendBarrier>(i);
+  throw std::invalid_argument("unknown gic_ipi_send_mask barrier " + name);
 }
 
 Gicv3::Gicv3(const GicParams& params, fabric::Interconnect& icn, std::vector<cpu::Cpu*> cpus)
@@ -118,9 +126,16 @@ Task<void> Gicv3::send_ipi(cpu::Cpu& source, const std::vector<int>& targets, in
   // are visible to the other CPUs before issuing the IPI": wmb() (= dsb(st))
   // in the stock kernel, dsb(ishst) in the patched one. Then one
   // ICC_SGI1R_EL1 write per cluster (gic_compute_target_list), and isb().
+  // A dmb orders later memory accesses only: the SGI1R write below does not
+  // wait for it, so stores still buffered may become visible after the SGI
+  // arrives (the variants dmb-ishst and none show that window).
   sim::TraceScope trace(sim_.tracer(), source.id(), "gic_ipi_send_mask", "kernel", sim_.now());
-  if (send_barrier_ == GicSendBarrier::wmb) co_await source.dsb(cpu::Domain::sy, cpu::BarrierType::st);
-  else co_await source.dsb(cpu::Domain::ish, cpu::BarrierType::st);
+  switch (send_barrier_) {
+    case GicSendBarrier::wmb: co_await source.dsb(cpu::Domain::sy, cpu::BarrierType::st); break;
+    case GicSendBarrier::dsb_ishst: co_await source.dsb(cpu::Domain::ish, cpu::BarrierType::st); break;
+    case GicSendBarrier::dmb_ishst: co_await source.dmb(cpu::Domain::ish, cpu::BarrierType::st); break;
+    case GicSendBarrier::none: break;
+  }
   for (const Sgi1rWrite& w : target_lists(targets, intid)) co_await write_sgi1r(source, w);
   co_await source.isb();
   trace.finish(sim_.now());

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cohsim/config/params.hpp"
 #include "cohsim/cpu/cpu.hpp"
@@ -62,6 +63,7 @@ struct SmmuStats {
   std::uint64_t commands = 0, tlbi = 0, syncs = 0, msi_writes = 0;
   std::uint64_t command_errors = 0;  ///< CERROR_ILL: malformed commands skipped
   std::uint64_t line_reads = 0;      ///< queue lines fetched through the fabric
+  std::uint64_t stale_commands = 0;  ///< entries read with other content than the driver wrote there
   Tick busy = 0;                     ///< time spent executing commands
 };
 
@@ -73,6 +75,8 @@ class Smmu {
   Smmu(const SmmuParams& p, fabric::Fabric& fabric, int queue_entries, const std::string& name = "smmu0");
 
   const SmmuParams& params() const { return p_; }
+  /// The simulator the device runs in.
+  sim::Simulator& simulator() { return sim_; }
   /// Base address of the command queue memory (entry i at base + 16 * i).
   Addr queue_base() const { return queue_base_; }
   int queue_entries() const { return entries_; }
@@ -90,6 +94,21 @@ class Smmu {
   };
   const std::vector<Executed>& executed() const { return executed_; }
 
+  /// The driver's stores into entry `index`, announced when it executes them:
+  /// the next read of that entry is checked against them (entries never
+  /// announced are not checked).
+  void expect_command(std::uint32_t index, std::uint64_t dword0, std::uint64_t dword1);
+  /// An entry read before the driver's stores to it were visible.
+  struct StaleRead {
+    std::uint32_t index;
+    Tick at;
+    std::uint64_t read0, read1, written0, written1;
+    /// "stale command read by the SMMU at slot N at T ns: read ..., the driver wrote ...".
+    std::string message() const;
+  };
+  /// Every stale read, in order.
+  const std::vector<StaleRead>& stale_reads() const { return stale_reads_; }
+
   /// An MMIO write of a queue register, as the device sees it on arrival.
   void register_write(SmmuReg r, std::uint32_t value);
   /// An MMIO read of a queue register.
@@ -98,6 +117,8 @@ class Smmu {
  private:
   Task<void> command_processor();
   Task<void> execute(std::uint64_t dword0, std::uint64_t dword1, std::uint32_t index);
+  /// Compares a read entry with what the driver announced for it.
+  void check_expected(std::uint32_t index, std::uint64_t dword0, std::uint64_t dword1);
 
   SmmuParams p_;
   fabric::Fabric& fab_;
@@ -112,6 +133,13 @@ class Smmu {
   SmmuStats stats_;
   bool recording_ = false;
   std::vector<Executed> executed_;
+  /// Per entry: what the driver last wrote there and has not been read yet.
+  struct Expected {
+    bool pending = false;
+    std::uint64_t dword0 = 0, dword1 = 0;
+  };
+  std::vector<Expected> expected_;
+  std::vector<StaleRead> stale_reads_;
 };
 
 /// writel_relaxed to an SMMU register (Device-nGnRE, posted): the CPU goes

@@ -79,10 +79,23 @@ struct GicStats {
 };
 
 /// The barrier at the head of gic_ipi_send_mask (Linux v5.17 irq-gic-v3.c).
+/// The ICC_SGI1R_EL1 write is a system-register write, not a memory access:
+/// only a DSB orders it after earlier stores (Arm ARM: a DMB orders memory
+/// accesses only; kernel commit "irqchip/gic-v3: Use wmb() instead of
+/// smb_wmb() in gic_raise_softirq()").
 enum class GicSendBarrier {
   wmb,        ///< stock v5.17: wmb() = dsb(st), full-system completion of earlier stores
   dsb_ishst,  ///< patched: dsb(ishst), inner-shareable completion only
+  dmb_ishst,  ///< too weak: dmb(ishst) orders later memory accesses, not the SGI1R write
+  none,       ///< no barrier: earlier stores may still be in the store buffer when the SGI leaves
 };
+/// "wmb" | "dsb-ishst" | "dmb-ishst" | "none"; throws std::invalid_argument otherwise.
+GicSendBarrier parse_send_barrier(const std::string& name);
+/// The names parse_send_barrier accepts, in declaration order.
+inline const std::vector<std::string>& send_barrier_names() {
+  static const std::vector<std::string> names = {"wmb", "dsb-ishst", "dmb-ishst", "none"};
+  return names;
+}
 
 /// The GICv3: routing by affinity, per-CPU pending/active state of SGIs,
 /// the CPU-interface side of taking one.

@@ -19,6 +19,9 @@ namespace cohsim::scenario {
 struct Results {
   std::vector<std::pair<std::string, double>> metrics;
   config::json extra = config::json::object();  ///< "contention", "phases", "per_cpu", ...
+  /// Correctness failures the run detected (a lost IPI, a stale command read),
+  /// one line each; when any, the metrics cover only the operations that completed.
+  std::vector<std::string> failures;
   /// Adds a metric (names are unique; order is kept for output).
   void add(std::string name, double value) { metrics.emplace_back(std::move(name), value); }
   double get(const std::string& name) const;
