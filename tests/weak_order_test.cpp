@@ -173,3 +173,26 @@ TEST_CASE("a store is never read by an earlier load of its own location, and sto
   CHECK(r.fab->peek(x, 8) == 3);
   CHECK(r.fab->peek(x + 8, 8) == 2);
 }
+
+TEST_CASE("an atomic without a result is posted like a store: later loads do not wait for it, a load of its word does",
+          "[cpu][weak]") {
+  Rig r(platform_json());
+  cpu::Cpu& c = r.cpu(0);
+  Addr counter = r.line(3, "counter"), other = r.line(0, "other");
+  r.fab->poke(counter, 8, 5);
+  Tick other_bound = 0, posted_done = 0;
+  std::uint64_t own = 0;
+  spawn_at(r.sim, 0, [&]() -> Task<void> {
+    co_await c.post_rmw(counter, 8, fabric::RmwOp::add, 2);  // STADD to a line on the other socket
+    co_await c.dmb(Domain::ish, BarrierType::ld);             // orders loads only: not the STADD's read
+    co_await c.load(other);
+    other_bound = r.sim.now();
+    own = co_await c.load(counter);  // no forwarding from an atomic: waits for it
+    posted_done = r.sim.now();
+  });
+  r.run();
+  CHECK(other_bound < posted_done);
+  CHECK(other_bound < 300 * sim::kNs);  // a local miss, not behind the remote atomic
+  CHECK(own == 7);
+  CHECK(r.fab->peek(counter, 8) == 7);
+}

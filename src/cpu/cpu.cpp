@@ -135,7 +135,7 @@ Task<std::uint64_t> Cpu::perform_load(LoadIssue in, bool exclusive) {
   if (jitter_rng_ != nullptr) co_await jitter();
   for (auto it = sb_.rbegin(); it != sb_.rend(); ++it) {
     if (it->seq > in.stores_before) continue;  // a later store in program order
-    if (it->addr == in.addr && it->size == in.size && !exclusive) {
+    if (it->addr == in.addr && it->size == in.size && !exclusive && !it->atomic) {
       ++stats_.forwarded_loads;
       const std::uint64_t v = it->value;  // the write may take the entry meanwhile
       load_bound(in.seq);
@@ -143,7 +143,7 @@ Task<std::uint64_t> Cpu::perform_load(LoadIssue in, bool exclusive) {
       co_return v;
     }
     if (it->addr < in.addr + static_cast<Addr>(in.size) && in.addr < it->addr + static_cast<Addr>(it->size)) {
-      co_await wait_stores_written(it->seq);  // partial overlap (or an exclusive): no forwarding
+      co_await wait_stores_written(it->seq);  // partial overlap, an exclusive or an atomic: no forwarding
       break;
     }
   }

@@ -10,6 +10,24 @@ namespace cohsim::cpu {
 // --------------------------------------------------------------- stores ---
 Task<void> Cpu::store(Addr a, int size, std::uint64_t v, Order o) {
   ++stats_.stores;
+  return buffer_store(Pending{a, size, v, 0, 0, 0, 0}, o);
+}
+
+Task<void> Cpu::post_rmw(Addr a, int size, RmwOp op, std::uint64_t operand, std::uint64_t compare, Order o) {
+  if (!arm_ || !p_.lse) {
+    co_await rmw(a, size, op, operand, compare, o);
+    co_return;
+  }
+  ++stats_.atomics;
+  Pending e{a, size, operand, 0, 0, 0, 0};
+  e.atomic = true;
+  e.op = op;
+  e.compare = compare;
+  // No acquire semantics without a destination register.
+  co_await buffer_store(e, o == Order::full ? Order::release : o == Order::release ? Order::release : Order::relaxed);
+}
+
+Task<void> Cpu::buffer_store(Pending e, Order o) {
   const bool release = o == Order::release || o == Order::full;
   // A full-order store waits for every earlier access before it enters.
   if (o == Order::full) {
@@ -22,16 +40,18 @@ Task<void> Cpu::store(Addr a, int size, std::uint64_t v, Order o) {
   const Tick fence = release ? std::max(device_store_fence_, posted_writes_arrived()) : device_store_fence_;
   if (fence > sim_.now()) co_await wait_device_fence(fence);
   while (static_cast<int>(sb_.size()) >= p_.store_buffer_entries)
-    co_await sb_changed_.wait(sim_, "store buffer space", a);
+    co_await sb_changed_.wait(sim_, "store buffer space", e.addr);
   if (sb_.empty()) sim_.hold_run();  // a run ends only when its stores are written
-  const std::uint64_t seq = ++stores_buffered_;
-  Pending e{a, size, v, seq, store_fence_, std::max(load_fence_, last_acquire_), loads_issued_};
+  e.seq = ++stores_buffered_;
+  e.after_stores = store_fence_;
+  e.after_loads = std::max(load_fence_, last_acquire_);
+  e.loads_before = loads_issued_;
   // x86 (TSO) and release stores: after every earlier store and load.
   if (!arm_ || release) {
-    e.after_stores = seq - 1;
+    e.after_stores = e.seq - 1;
     e.after_loads = loads_issued_;
   }
-  if (release) release_through_ = seq;
+  if (release) release_through_ = e.seq;
   sb_.push_back(e);
   sb_changed_.notify_all(sim_);
   co_await sim_.delay(p_.cycles(1));
@@ -79,18 +99,36 @@ Task<void> Cpu::write_port() {
       continue;
     }
     e->writing = true;
-    const std::uint64_t seq = e->seq;
-    const Addr line = fabric::line_of(e->addr);
-    if (jitter_rng_ != nullptr) co_await jitter();
-    co_await fab_.acquire(id_, line, true);
-    e = find_store(seq);  // the buffer may have changed meanwhile
-    fab_.write(id_, e->addr, e->size, e->value);
-    note_write_done(line);
-    co_await sim_.delay(p_.store_commit);
-    std::erase_if(sb_, [seq](const Pending& p) { return p.seq == seq; });
-    if (sb_.empty()) sim_.release_run();
-    sb_changed_.notify_all(sim_);
+    co_await write_entry(e->seq);
   }
+}
+
+Task<void> Cpu::write_entry(std::uint64_t seq) {
+  Pending* e = find_store(seq);
+  const Addr line = fabric::line_of(e->addr);
+  if (jitter_rng_ != nullptr) co_await jitter();
+  e = find_store(seq);  // the buffer may change at every wait
+  const std::uint64_t mask = e->size == 8 ? ~0ull : ((1ull << (8 * e->size)) - 1);
+  if (e->atomic && fab_.params().atomics_far) {
+    const Pending a = *e;
+    co_await fab_.atomic_at_home(id_, a.addr, a.size, a.op, a.value & mask, a.compare & mask);
+    co_await sim_.delay(p_.atomic_latency);
+  } else {
+    co_await fab_.acquire(id_, line, true);
+    e = find_store(seq);
+    if (e->atomic) {
+      const std::uint64_t old = fab_.read(id_, e->addr, e->size);
+      if (e->op != RmwOp::cas || old == (e->compare & mask))
+        fab_.write(id_, e->addr, e->size, fabric::apply_rmw(e->op, old, e->value, e->compare) & mask);
+    } else {
+      fab_.write(id_, e->addr, e->size, e->value);
+    }
+    note_write_done(line);
+    co_await sim_.delay(e->atomic ? p_.atomic_latency : p_.store_commit);
+  }
+  std::erase_if(sb_, [seq](const Pending& p) { return p.seq == seq; });
+  if (sb_.empty()) sim_.release_run();
+  sb_changed_.notify_all(sim_);
 }
 
 Task<void> Cpu::ownership_prefetcher() {

@@ -309,6 +309,10 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
           const Val cv = operand(in.b);
           compare = known(cv) ? eval(cv) : co_await force(cv);
         }
+        if (in.dst == kZeroRegister && !in.sets_compare_flags) {  // no result: ordered as a store
+          co_await cpu_.post_rmw(addr, in.size, in.rmw_op, mask(x, in.size), mask(compare, in.size), in.order);
+          break;
+        }
         const std::uint64_t old =
             co_await cpu_.rmw(addr, in.size, in.rmw_op, mask(x, in.size), mask(compare, in.size), in.order);
         set(in.dst, Val{-1, old}, in.dst_width);

@@ -176,6 +176,14 @@ class Cpu {
   /// without LSE an LDXR/STXR loop that retries when the monitor is lost.
   Task<std::uint64_t> rmw(Addr a, int size, RmwOp op, std::uint64_t operand, std::uint64_t compare = 0,
                           Order o = Order::full);
+  /// An LSE atomic whose result is discarded (STADD/STCLR/..., or CAS/SWP/LD<op>
+  /// with WZR/XZR as destination): the Arm ARM gives it no acquire semantics and
+  /// DMB LD does not order its read, so it orders as a store: it is posted
+  /// through the store buffer in program order and a write port performs it
+  /// once the line is owned (at the home with far atomics). Release (and full)
+  /// orders it after every earlier access. x86, or arm64 without LSE: rmw().
+  Task<void> post_rmw(Addr a, int size, RmwOp op, std::uint64_t operand, std::uint64_t compare = 0,
+                      Order o = Order::relaxed);
   /// cmpxchg: returns the old value (success when it equals `expected`).
   Task<std::uint64_t> cmpxchg(Addr a, int size, std::uint64_t expected, std::uint64_t desired, Order o = Order::full) {
     return rmw(a, size, RmwOp::cas, desired, expected, o);
@@ -261,6 +269,9 @@ class Cpu {
     std::uint64_t after_stores;  ///< stores numbered up to this are written first
     std::uint64_t after_loads;   ///< loads numbered up to this have bound their values first
     std::uint64_t loads_before;  ///< loads issued before it (those to its line bind first)
+    bool atomic = false;         ///< a posted atomic: `value` is its operand
+    RmwOp op = RmwOp::add;       ///< (posted atomic) the operation
+    std::uint64_t compare = 0;   ///< (posted atomic) CAS's expected value
     bool writing = false;        ///< a write port took it
     bool prefetched = false;     ///< its line's ownership was requested ahead of its turn
   };
@@ -301,6 +312,10 @@ class Cpu {
   bool may_take(const Pending& e) const;
   Pending* find_store(std::uint64_t seq);
   Task<void> write_port();
+  /// Puts a store or posted atomic into the buffer with its ordering.
+  Task<void> buffer_store(Pending e, Order o);
+  /// Writes a buffered entry once its line is owned (a posted atomic: performs it).
+  Task<void> write_entry(std::uint64_t seq);
   Task<void> ownership_prefetcher();
   Task<void> jitter();
   /// Waits until `until`, when the posted MMIO writes a dmb osh/sy ordered
