@@ -58,9 +58,10 @@ CpuParams::CpuParams(config::Reader r) {
 
 Cpu::Cpu(int id, const CpuParams& p, fabric::Fabric& fab, sim::Simulator& sim, Core& core)
     : id_(id), p_(p), fab_(fab), sim_(sim), arm_(p.arch == "arm64"), core_(core) {
+  port_wake_ = std::vector<sim::Signal>(static_cast<std::size_t>(2 * p_.outstanding_stores));
   for (int i = 0; i < p_.outstanding_stores; ++i) {
-    sim_.spawn(fmt::format("cpu{} store write port {}", id_, i), write_port(), /*daemon=*/true);
-    sim_.spawn(fmt::format("cpu{} store ownership prefetch {}", id_, i), ownership_prefetcher(), /*daemon=*/true);
+    sim_.spawn(fmt::format("cpu{} store write port {}", id_, i), write_port(i), /*daemon=*/true);
+    sim_.spawn(fmt::format("cpu{} store ownership prefetch {}", id_, i), ownership_prefetcher(i), /*daemon=*/true);
   }
   const auto& topo = fab_.interconnect().topology();
   smt_siblings_ = topo.threads_per_core() > 1;
@@ -108,7 +109,7 @@ bool Cpu::loads_bound_through(std::uint64_t seq) const { return unbound_.empty()
 
 void Cpu::load_bound(std::uint64_t seq) {
   std::erase_if(unbound_, [seq](const InFlightLoad& l) { return l.seq == seq; });
-  sb_changed_.notify_all(sim_);
+  changed();
 }
 
 Task<void> Cpu::jitter() {

@@ -53,7 +53,7 @@ Task<void> Cpu::buffer_store(Pending e, Order o) {
   }
   if (release) release_through_ = e.seq;
   sb_.push_back(e);
-  sb_changed_.notify_all(sim_);
+  changed();
   co_await sim_.delay(p_.cycles(1));
 }
 
@@ -82,11 +82,28 @@ bool Cpu::ready_to_write(const Pending& e) const {
   return !e.writing && stores_written_through(e.after_stores) && loads_bound_through(e.after_loads) && may_take(e);
 }
 
-Task<void> Cpu::write_port() {
+void Cpu::changed() {
+  sb_changed_.notify_all(sim_);
+  if (sb_.empty()) return;
+  if (!idle_ports_.empty())
+    for (const Pending& e : sb_)
+      if (ready_to_write(e)) {
+        port_wake_[static_cast<std::size_t>(idle_ports_.back())].notify_all(sim_);
+        idle_ports_.pop_back();
+        break;
+      }
+  if (!idle_prefetchers_.empty() && prefetch_candidate() != nullptr) {
+    port_wake_[static_cast<std::size_t>(p_.outstanding_stores + idle_prefetchers_.back())].notify_all(sim_);
+    idle_prefetchers_.pop_back();
+  }
+}
+
+Task<void> Cpu::write_port(int port) {
   // One of `outstanding_stores` ports: takes the oldest store whose ordering
   // allows it, gets its line's ownership and writes it. On arm64 stores to
   // different lines are written out of program order when their lines arrive
-  // out of order; x86 stores are ready only in program order.
+  // out of order; x86 stores are ready only in program order. An idle port
+  // sleeps until changed() hands it a ready store.
   for (;;) {
     Pending* e = nullptr;
     for (Pending& cand : sb_)
@@ -95,11 +112,14 @@ Task<void> Cpu::write_port() {
         break;
       }
     if (e == nullptr) {
-      co_await sb_changed_.wait(sim_, "stores to write");
+      idle_ports_.push_back(port);
+      co_await port_wake_[static_cast<std::size_t>(port)].wait(sim_, "stores to write");
       continue;
     }
     e->writing = true;
-    co_await write_entry(e->seq);
+    const std::uint64_t seq = e->seq;
+    changed();  // another ready store goes to another port
+    co_await write_entry(seq);
   }
 }
 
@@ -128,27 +148,29 @@ Task<void> Cpu::write_entry(std::uint64_t seq) {
   }
   std::erase_if(sb_, [seq](const Pending& p) { return p.seq == seq; });
   if (sb_.empty()) sim_.release_run();
-  sb_changed_.notify_all(sim_);
+  changed();
 }
 
-Task<void> Cpu::ownership_prefetcher() {
+Cpu::Pending* Cpu::prefetch_candidate() {
+  int ahead = 0;
+  for (Pending& cand : sb_) {
+    if (cand.writing || ready_to_write(cand)) continue;
+    if (++ahead > p_.outstanding_stores) break;
+    if (!cand.prefetched && may_take(cand)) return &cand;
+  }
+  return nullptr;
+}
+
+Task<void> Cpu::ownership_prefetcher(int index) {
   // A store that must wait its turn (an earlier store or load is ordered
   // before it) has its line's ownership requested ahead, as an out-of-order
   // core's store buffer does: the write then usually hits. Only the first
   // `outstanding_stores` waiting stores are prefetched.
   for (;;) {
-    Pending* e = nullptr;
-    int ahead = 0;
-    for (Pending& cand : sb_) {
-      if (cand.writing || ready_to_write(cand)) continue;
-      if (++ahead > p_.outstanding_stores) break;
-      if (!cand.prefetched && may_take(cand)) {
-        e = &cand;
-        break;
-      }
-    }
+    Pending* e = prefetch_candidate();
     if (e == nullptr) {
-      co_await sb_changed_.wait(sim_, "stores to prefetch");
+      idle_prefetchers_.push_back(index);
+      co_await port_wake_[static_cast<std::size_t>(p_.outstanding_stores + index)].wait(sim_, "stores to prefetch");
       continue;
     }
     e->prefetched = true;

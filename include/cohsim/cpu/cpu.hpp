@@ -311,12 +311,18 @@ class Cpu {
   bool ready_to_write(const Pending& e) const;
   bool may_take(const Pending& e) const;
   Pending* find_store(std::uint64_t seq);
-  Task<void> write_port();
+  Task<void> write_port(int port);
+  /// After any change to the buffer or the loads in flight: wakes the waiters
+  /// on sb_changed_, one idle write port if a store is ready to write, and one
+  /// idle prefetcher if a waiting store could have its line requested.
+  void changed();
+  /// The first store a prefetcher may request ownership for, or nullptr.
+  Pending* prefetch_candidate();
   /// Puts a store or posted atomic into the buffer with its ordering.
   Task<void> buffer_store(Pending e, Order o);
   /// Writes a buffered entry once its line is owned (a posted atomic: performs it).
   Task<void> write_entry(std::uint64_t seq);
-  Task<void> ownership_prefetcher();
+  Task<void> ownership_prefetcher(int index);
   Task<void> jitter();
   /// Waits until `until`, when the posted MMIO writes a dmb osh/sy ordered
   /// before the next access have reached their devices.
@@ -336,6 +342,8 @@ class Cpu {
   bool arm_;
   std::deque<Pending> sb_;  ///< unwritten stores, oldest first
   sim::Signal sb_changed_;  ///< a store entered or left the buffer, or a load bound
+  std::vector<sim::Signal> port_wake_;      ///< per write port, then per prefetcher: its wake-up
+  std::vector<int> idle_ports_, idle_prefetchers_;  ///< those asleep, waiting for work
   std::uint64_t stores_buffered_ = 0;  ///< stores ever put in the buffer (the newest store's number)
   std::uint64_t release_through_ = 0;  ///< the newest release store's number
   std::uint64_t store_fence_ = 0;      ///< a dmb (all or st): later stores and atomics wait for stores to here
