@@ -18,6 +18,8 @@ namespace {
 
 constexpr int kMaxSteps = 10000;          ///< instructions one thread may execute in one run
 constexpr std::size_t kMaxSpeculation = 8;  ///< predicted branches in flight before resolving
+constexpr std::size_t kMaxDeferred = 4;     ///< operations waiting for their address or operands while later loads go
+constexpr sim::Tick kDeferredPoll = 2 * sim::kNs;  ///< how often waiting deferred operations look at their inputs
 
 std::uint64_t mask(std::uint64_t v, int width) {
   return width >= 8 ? v : v & ((std::uint64_t{1} << (8 * width)) - 1);
@@ -100,6 +102,8 @@ void ThreadExec::reset(const Layout& layout) {
   nodes_.clear();
   futures_.clear();
   speculation_.clear();
+  deferred_.clear();
+  bypass_.clear();
   pc_ = 0;
 }
 
@@ -140,6 +144,8 @@ int ThreadExec::first_pending_load(Val v) const {
 sim::Task<std::uint64_t> ThreadExec::force(Val v) {
   for (int p = first_pending_load(v); p >= 0; p = first_pending_load(v)) {
     auto& n = nodes_[static_cast<std::size_t>(p)];
+    if (!futures_[static_cast<std::size_t>(n.future)].issued())
+      throw RunError("internal: a deferred operation's value used before it was performed");
     const std::uint64_t x = co_await futures_[static_cast<std::size_t>(n.future)].value();
     Node& done = nodes_[static_cast<std::size_t>(p)];
     done.value = mask(x, done.width);
@@ -188,6 +194,121 @@ void ThreadExec::set(int reg, Val v, int width) {
   regs_[static_cast<std::size_t>(reg)] = width == 4 ? make(Kind::zero_extend32, 0, 4, v) : v;
 }
 
+ThreadExec::Checkpoint ThreadExec::checkpoint(int pc) const {
+  return Checkpoint{pc, pc, Val{}, false, regs_, flag_a_, flag_b_, flag_width_, nodes_.size(), futures_.size()};
+}
+
+void ThreadExec::rewind(const Checkpoint& cp, int pc) {
+  regs_ = cp.regs;
+  flag_a_ = cp.flag_a;
+  flag_b_ = cp.flag_b;
+  flag_width_ = cp.flag_width;
+  pc_ = pc;
+  nodes_.resize(cp.nodes);
+  futures_.resize(cp.futures);  // the loads issued after it are dropped
+  const auto later = static_cast<std::int32_t>(cp.nodes);
+  std::erase_if(speculation_, [&](const Checkpoint& c) { return c.nodes > cp.nodes; });
+  std::erase_if(deferred_, [&](const Deferred& d) { return d.node >= later; });
+  std::erase_if(bypass_, [&](const Bypass& b) { return b.node >= later; });
+}
+
+bool ThreadExec::deferrable(const Instr& in) const {
+  if (!cpu_.is_arm() || in.addr.writeback != Address::Writeback::none) return false;
+  if (in.op == Op::load) return in.order == cpu::Order::relaxed;
+  // An atomic with a result and no acquire: later loads are not ordered after it.
+  return in.op == Op::rmw && in.dst != kZeroRegister && !in.sets_compare_flags &&
+         (in.order == cpu::Order::relaxed || in.order == cpu::Order::release);
+}
+
+bool ThreadExec::may_pass_deferred(const Instr& in) const {
+  switch (in.op) {
+    case Op::nop:
+    case Op::mov:
+    case Op::alu:
+    case Op::cmp:
+    case Op::csel:
+    case Op::branch:
+    case Op::cbz:
+    case Op::cbnz: return true;
+    default: return deferrable(in);
+  }
+}
+
+bool ThreadExec::ready_now(Val v) {
+  if (known(v)) return true;
+  Node& n = nodes_[static_cast<std::size_t>(v.node)];
+  if (n.kind == Kind::load) {
+    const cpu::LoadFuture& f = futures_[static_cast<std::size_t>(n.future)];
+    if (!f.issued() || !f.ready()) return false;
+    n.value = mask(f.peek(), n.width);
+    n.known = true;
+    return true;
+  }
+  const Node copy = n;
+  return ready_now(copy.a) && ready_now(copy.b) && ready_now(copy.c);
+}
+
+sim::Task<bool> ThreadExec::flush_deferred() {
+  while (!deferred_.empty()) {
+    // A deferred load whose address has become known goes now, before older
+    // ones still waiting (replayed if one of them turns out to overlap it).
+    for (std::size_t i = 1; i < deferred_.size(); ++i) {
+      const Deferred& d = deferred_[i];
+      const Instr& in = thread_.code[static_cast<std::size_t>(d.pc)];
+      if (in.op != Op::load || !ready_now(d.address)) continue;
+      const fabric::Addr addr = eval(d.address);
+      if (!layout_->contains(addr, static_cast<std::uint64_t>(in.size)) || addr % static_cast<std::uint64_t>(in.size) != 0)
+        continue;  // reported when its turn comes
+      bypass_.push_back(Bypass{addr, in.size, d.node, d.at});
+      futures_[static_cast<std::size_t>(nodes_[static_cast<std::size_t>(d.node)].future)] =
+          cpu_.issue_load(addr, in.size, in.order);
+      deferred_.erase(deferred_.begin() + static_cast<std::ptrdiff_t>(i));
+      --i;
+    }
+    const Deferred d = deferred_.front();
+    if (!ready_now(d.address) || !ready_now(d.a) || !ready_now(d.b)) {
+      co_await cpu_.sim().delay(kDeferredPoll);  // an out-of-order core issues each as soon as it can
+      continue;
+    }
+    deferred_.erase(deferred_.begin());
+    const Instr& in = thread_.code[static_cast<std::size_t>(d.pc)];
+    const fabric::Addr addr = co_await force(d.address);
+    if (!layout_->contains(addr, static_cast<std::uint64_t>(in.size)) || addr % static_cast<std::uint64_t>(in.size) != 0)
+      fail(in, fmt::format("address {:#x} is not an aligned {}-byte access inside a location of the test", addr, in.size));
+    Node& n = nodes_[static_cast<std::size_t>(d.node)];
+    bool replay_on_overlap = true;  // an atomic's write must be seen by every later load of its bytes
+    if (in.op == Op::load) {
+      futures_[static_cast<std::size_t>(n.future)] = cpu_.issue_load(addr, in.size, in.order);
+      replay_on_overlap = false;
+    } else {
+      const std::uint64_t x = co_await force(d.a);
+      const std::uint64_t compare = in.rmw_op == fabric::RmwOp::cas ? co_await force(d.b) : 0;
+      const std::uint64_t old =
+          co_await cpu_.rmw(addr, in.size, in.rmw_op, mask(x, in.size), mask(compare, in.size), in.order);
+      Node& done = nodes_[static_cast<std::size_t>(d.node)];
+      done.value = mask(old, done.width);
+      done.known = true;
+    }
+    for (const Bypass& b : bypass_) {
+      if (b.node < d.node || !(b.addr < addr + static_cast<fabric::Addr>(in.size) && addr < b.addr + static_cast<fabric::Addr>(b.size)))
+        continue;
+      bool replay = replay_on_overlap;
+      if (!replay) {  // two loads of the same bytes: fine if they read the same value (RSW)
+        const std::uint64_t older = co_await futures_[static_cast<std::size_t>(nodes_[static_cast<std::size_t>(d.node)].future)].value();
+        const std::uint64_t younger = co_await futures_[static_cast<std::size_t>(nodes_[static_cast<std::size_t>(b.node)].future)].value();
+        replay = b.addr != addr || b.size != in.size || older != younger;
+      }
+      if (replay) {
+        const Bypass victim = b;
+        rewind(victim.at, victim.at.taken_pc);
+        co_return true;
+      }
+    }
+  }
+  bypass_.clear();
+  co_return false;
+}
+
 void ThreadExec::predict(const Instr& in, Val condition) {
   const bool taken = branch_rng_.below(2) == 1;
   speculation_.push_back(Checkpoint{in.target, pc_ + 1, condition, taken, regs_, flag_a_, flag_b_, flag_width_,
@@ -196,6 +317,7 @@ void ThreadExec::predict(const Instr& in, Val condition) {
 }
 
 sim::Task<bool> ThreadExec::resolve_branches() {
+  if (!deferred_.empty() && co_await flush_deferred()) co_return true;  // conditions may need their values
   while (!speculation_.empty()) {
     const Val condition = speculation_.front().condition;
     const bool taken = (co_await force(condition)) != 0;
@@ -223,15 +345,37 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
   const auto& code = thread_.code;
   while (true) {
     if (pc_ >= static_cast<int>(code.size())) {
+      if (!deferred_.empty() && co_await flush_deferred()) continue;
       if (!speculation_.empty() && co_await resolve_branches()) continue;
       break;
     }
     const Instr& in = code[static_cast<std::size_t>(pc_)];
     if (++steps > kMaxSteps) fail(in, fmt::format("the thread ran {} instructions without ending", kMaxSteps));
+    if (!deferred_.empty() && !may_pass_deferred(in) && co_await flush_deferred()) continue;
     if (serializing(in.op) && !speculation_.empty() && co_await resolve_branches()) continue;
     fabric::Addr addr = 0;
     if (accesses_memory(in.op)) {
       const Val av = address(in.addr);
+      if (deferrable(in)) {
+        const Val a = operand(in.a), b = in.op == Op::rmw ? operand(in.b) : Val{};
+        // An atomic also waits behind older deferred operations (it writes).
+        if (!known(av) || !known(a) || !known(b) || (in.op == Op::rmw && !deferred_.empty())) {
+          // (Not on a predicted path: a wrong path's address may lie anywhere.)
+          if (deferred_.size() < kMaxDeferred && speculation_.empty()) {  // later independent loads go first
+            const Checkpoint at = checkpoint(pc_);
+            futures_.emplace_back();  // issued by flush_deferred
+            nodes_.push_back(Node{Kind::load, 0, static_cast<std::uint8_t>(in.size), false,
+                                  static_cast<std::int32_t>(futures_.size() - 1), {}, {}, {}, 0});
+            const auto node = static_cast<std::int32_t>(nodes_.size() - 1);
+            deferred_.push_back(Deferred{pc_, av, a, b, node, at});
+            set(in.dst, Val{node, 0}, in.dst_width);
+            ++pc_;
+            continue;
+          }
+          if (co_await flush_deferred()) continue;
+        }
+      }
+      if (!known(av) && !deferred_.empty() && co_await flush_deferred()) continue;
       addr = known(av) ? eval(av) : co_await force(av);
       const int bytes = (in.op == Op::load_pair || in.op == Op::store_pair) ? 2 * in.size : in.size;
       if (!layout_->contains(addr, static_cast<std::uint64_t>(bytes)) || addr % static_cast<std::uint64_t>(in.size) != 0) {
@@ -269,6 +413,8 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
       case Op::csel: set(in.dst, make(Kind::select, 0, in.dst_width, flags_condition(in.cond), operand(in.a), operand(in.b)), in.dst_width); break;
       case Op::load:
       case Op::load_pair: {
+        if (!deferred_.empty())  // a plain load passing deferred ones: replayed if they turn out to overlap
+          bypass_.push_back(Bypass{addr, in.size, static_cast<std::int32_t>(nodes_.size()), checkpoint(pc_)});
         for (int part = 0; part < (in.op == Op::load_pair ? 2 : 1); ++part) {
           futures_.push_back(cpu_.issue_load(addr + static_cast<fabric::Addr>(part * in.size), in.size, in.order));
           Node n{Kind::load, 0, static_cast<std::uint8_t>(in.size), false, static_cast<std::int32_t>(futures_.size() - 1), {}, {}, {}, 0};
@@ -357,7 +503,10 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
           pc_ = eval(condition) != 0 ? in.target : next;
           continue;
         }
-        if (speculation_.size() >= kMaxSpeculation && co_await resolve_branches()) continue;
+        if (speculation_.size() >= kMaxSpeculation) {
+          if (!deferred_.empty() && co_await flush_deferred()) continue;
+          if (co_await resolve_branches()) continue;
+        }
         predict(in, condition);
         continue;
       }

@@ -63,7 +63,37 @@ class ThreadExec {
     std::size_t nodes, futures;
   };
 
+  /// A load, or an atomic without acquire, whose address or operands wait for
+  /// earlier loads: later plain loads whose addresses are known are issued
+  /// before it (arm64), as an out-of-order core does; it is performed, in
+  /// program order, when something later needs it (flush_deferred).
+  struct Deferred {
+    int pc;
+    Val address, a, b;  ///< its address and operands as they were at its turn
+    std::int32_t node;  ///< its result
+    Checkpoint at;      ///< the state at its turn (a load issued early is replayed from here)
+  };
+  /// A plain load issued while older ones were deferred: replayed (execution
+  /// rewound to it) if an older one turns out to access its bytes and the
+  /// values could disagree.
+  struct Bypass {
+    fabric::Addr addr;
+    int size;
+    std::int32_t node;
+    Checkpoint at;
+  };
   bool known(Val v) const { return v.node < 0 || nodes_[static_cast<std::size_t>(v.node)].known; }
+  /// True when `v` can be evaluated without waiting (the loads it needs have completed).
+  bool ready_now(Val v);
+  /// True when `in` may be executed while older operations are deferred.
+  bool may_pass_deferred(const Instr& in) const;
+  /// True when `in` may itself be deferred.
+  bool deferrable(const Instr& in) const;
+  /// Performs every deferred operation, oldest first; true when a bypassing
+  /// load had to be replayed (pc_ rewound).
+  sim::Task<bool> flush_deferred();
+  Checkpoint checkpoint(int pc) const;
+  void rewind(const Checkpoint& cp, int pc);
   std::uint64_t eval(Val v);
   int first_pending_load(Val v) const;
   sim::Task<std::uint64_t> force(Val v);
@@ -89,6 +119,8 @@ class ThreadExec {
   std::vector<Node> nodes_;
   std::vector<cpu::LoadFuture> futures_;
   std::vector<Checkpoint> speculation_;
+  std::vector<Deferred> deferred_;
+  std::vector<Bypass> bypass_;
   int pc_ = 0;
   std::array<std::uint64_t, kRegisterCount> final_{};
   std::vector<int> final_registers_;  ///< the registers the test's cells name for this thread

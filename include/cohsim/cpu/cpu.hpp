@@ -121,8 +121,12 @@ class LoadFuture {
   LoadFuture() = default;
   /// True once the value is known (it may be awaited without waiting).
   bool ready() const { return s_ && s_->done; }
+  /// True for a future a load was issued into (not a default-constructed one).
+  bool issued() const { return s_ != nullptr; }
   /// Waits for the load to complete and returns its value.
   Task<std::uint64_t> value() const;
+  /// The value of a ready() load.
+  std::uint64_t peek() const { return s_->value; }
 
   struct State {
     bool done = false;
