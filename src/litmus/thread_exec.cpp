@@ -1,5 +1,8 @@
 // Executing one litmus thread on a cpu::Cpu. Memory operations are issued in
-// program order; the CPU enforces the architecture's ordering. Loads are not
+// program order (except that on arm64 a load or result-returning atomic
+// waiting for its address or operands is deferred and later plain loads go
+// first, replayed if they overlap it); the CPU enforces the architecture's
+// ordering. Loads are not
 // awaited when issued: a register holds a lazy value over in-flight loads,
 // forced only when an address (address dependency), a store's data (data
 // dependency), an atomic's operands, a branch condition or the final state

@@ -1,6 +1,7 @@
 // One litmus thread on one simulated CPU for one run: its registers as lazy
-// values over in-flight loads, branch speculation with rewind, and the
-// issue of every memory operation to the CPU in program order.
+// values over in-flight loads, branch speculation with rewind, deferral of
+// accesses waiting for their address, and the issue of memory operations to
+// the CPU.
 #pragma once
 
 #include <array>
