@@ -213,3 +213,25 @@ TEST_CASE("A load waiting for its address does not hold back a later independent
   CHECK(t < one * 5 / 2);
   CHECK(t >= one * 19 / 10);
 }
+
+TEST_CASE("Loads issued out of order around deferred ones never read one location against its coherence order",
+          "[litmus]") {
+  // P0's two loads of y (the first waits for c, the second for nothing) may
+  // bind in either order; a different value means a replay. A third load,
+  // waiting for a, keeps both deferred and issued early.
+  const TestResult r = run_text(R"(AArch64 CoRR-around-deferred
+{ 0:X0=a; 0:X2=c; 0:X6=y; 0:X7=b; 1:X6=y; }
+ P0                   | P1          ;
+ LDR W1,[X0]          | MOV W9,#1   ;
+ LDR W3,[X2]          | STR W9,[X6] ;
+ EOR W4,W1,W1         |             ;
+ LDR W5,[X7,W4,SXTW]  |             ;
+ EOR W8,W3,W3         |             ;
+ LDR W10,[X6,W8,SXTW] |             ;
+ LDR W11,[X6]         |             ;
+exists (0:X10=1 /\ 0:X11=0)
+)",
+                                2000);
+  CHECK(r.positive == 0);
+  CHECK(r.negative == 2000);
+}

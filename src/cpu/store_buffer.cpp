@@ -215,6 +215,8 @@ Tick Cpu::posted_writes_arrived() const {
 Task<void> Cpu::order_device_access(bool write) {
   const std::uint64_t through = write ? store_fence_ : load_store_fence_;
   if (!stores_written_through(through)) co_await wait_stores_written(through);
+  const std::uint64_t loads = std::max(load_fence_, last_acquire_);  // a dmb all/ld or an acquire before it
+  if (!loads_bound_through(loads)) co_await wait_loads(loads_issued_ + 1, ~Addr{0}, loads);
   const Tick fence = write ? device_store_fence_ : device_load_fence_;
   if (fence > sim_.now()) co_await wait_device_fence(fence);
 }

@@ -14,6 +14,7 @@
 #include "thread_exec.hpp"
 
 #include <fmt/format.h>
+#include <optional>
 
 namespace cohsim::litmus::detail {
 
@@ -107,6 +108,7 @@ void ThreadExec::reset(const Layout& layout) {
   speculation_.clear();
   deferred_.clear();
   bypass_.clear();
+  late_.clear();
   pc_ = 0;
 }
 
@@ -263,6 +265,7 @@ sim::Task<bool> ThreadExec::flush_deferred() {
       if (!layout_->contains(addr, static_cast<std::uint64_t>(in.size)) || addr % static_cast<std::uint64_t>(in.size) != 0)
         continue;  // reported when its turn comes
       bypass_.push_back(Bypass{addr, in.size, d.node, d.at});
+      late_.push_back(Late{addr, in.size, d.node, false});
       futures_[static_cast<std::size_t>(nodes_[static_cast<std::size_t>(d.node)].future)] =
           cpu_.issue_load(addr, in.size, in.order);
       deferred_.erase(deferred_.begin() + static_cast<std::ptrdiff_t>(i));
@@ -279,10 +282,8 @@ sim::Task<bool> ThreadExec::flush_deferred() {
     if (!layout_->contains(addr, static_cast<std::uint64_t>(in.size)) || addr % static_cast<std::uint64_t>(in.size) != 0)
       fail(in, fmt::format("address {:#x} is not an aligned {}-byte access inside a location of the test", addr, in.size));
     Node& n = nodes_[static_cast<std::size_t>(d.node)];
-    bool replay_on_overlap = true;  // an atomic's write must be seen by every later load of its bytes
     if (in.op == Op::load) {
       futures_[static_cast<std::size_t>(n.future)] = cpu_.issue_load(addr, in.size, in.order);
-      replay_on_overlap = false;
     } else {
       const std::uint64_t x = co_await force(d.a);
       const std::uint64_t compare = in.rmw_op == fabric::RmwOp::cas ? co_await force(d.b) : 0;
@@ -292,24 +293,41 @@ sim::Task<bool> ThreadExec::flush_deferred() {
       done.value = mask(old, done.width);
       done.known = true;
     }
-    for (const Bypass& b : bypass_) {
-      if (b.node < d.node || !(b.addr < addr + static_cast<fabric::Addr>(in.size) && addr < b.addr + static_cast<fabric::Addr>(b.size)))
+    late_.push_back(Late{addr, in.size, d.node, in.op != Op::load});
+  }
+  const Bypass* victim = co_await first_replay();
+  std::optional<Bypass> replay;
+  if (victim != nullptr) replay = *victim;
+  bypass_.clear();
+  late_.clear();
+  if (!replay) co_return false;
+  rewind(replay->at, replay->at.taken_pc);
+  co_return true;
+}
+
+sim::Task<const ThreadExec::Bypass*> ThreadExec::first_replay() {
+  const Bypass* victim = nullptr;
+  for (const Bypass& b : bypass_) {
+    if (victim != nullptr && victim->node < b.node) continue;  // an older one replays it anyway
+    for (const Late& l : late_) {
+      if (l.node >= b.node || !(b.addr < l.addr + static_cast<fabric::Addr>(l.size) && l.addr < b.addr + static_cast<fabric::Addr>(b.size)))
         continue;
-      bool replay = replay_on_overlap;
+      bool replay = l.atomic || b.addr != l.addr || b.size != l.size;
       if (!replay) {  // two loads of the same bytes: fine if they read the same value (RSW)
-        const std::uint64_t older = co_await futures_[static_cast<std::size_t>(nodes_[static_cast<std::size_t>(d.node)].future)].value();
-        const std::uint64_t younger = co_await futures_[static_cast<std::size_t>(nodes_[static_cast<std::size_t>(b.node)].future)].value();
-        replay = b.addr != addr || b.size != in.size || older != younger;
+        const auto future_of = [&](std::int32_t node) -> const cpu::LoadFuture& {
+          return futures_[static_cast<std::size_t>(nodes_[static_cast<std::size_t>(node)].future)];
+        };
+        const std::uint64_t older = co_await future_of(l.node).value();
+        const std::uint64_t younger = co_await future_of(b.node).value();
+        replay = older != younger;
       }
       if (replay) {
-        const Bypass victim = b;
-        rewind(victim.at, victim.at.taken_pc);
-        co_return true;
+        victim = &b;
+        break;
       }
     }
   }
-  bypass_.clear();
-  co_return false;
+  co_return victim;
 }
 
 void ThreadExec::predict(const Instr& in, Val condition) {
@@ -329,13 +347,8 @@ sim::Task<bool> ThreadExec::resolve_branches() {
       speculation_.erase(speculation_.begin());
       continue;
     }
-    regs_ = cp.regs;
-    flag_a_ = cp.flag_a;
-    flag_b_ = cp.flag_b;
-    flag_width_ = cp.flag_width;
-    pc_ = taken ? cp.taken_pc : cp.fallthrough_pc;
-    nodes_.resize(cp.nodes);
-    futures_.resize(cp.futures);  // the loads of the wrong path are dropped
+    const Checkpoint wrong = cp;
+    rewind(wrong, taken ? wrong.taken_pc : wrong.fallthrough_pc);  // the wrong path's loads are dropped
     speculation_.clear();
     co_return true;
   }
@@ -518,7 +531,10 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
   }
   for (int reg : final_registers_) {
     const Val v = regs_[static_cast<std::size_t>(reg)];
-    final_[static_cast<std::size_t>(reg)] = known(v) ? eval(v) : co_await force(v);
+    // (Awaited into a local first: GCC 12 loses `this` when a co_await sits in
+    // an assignment to a member's element; UBSan caught it.)
+    const std::uint64_t value = known(v) ? eval(v) : co_await force(v);
+    final_[static_cast<std::size_t>(reg)] = value;
   }
 }
 

@@ -83,6 +83,15 @@ class ThreadExec {
     std::int32_t node;
     Checkpoint at;
   };
+  /// A deferred access once performed: the older side of the overlap check
+  /// against every younger load issued before it (an atomic: any overlap
+  /// replays the younger load; a load: only a different value).
+  struct Late {
+    fabric::Addr addr;
+    int size;
+    std::int32_t node;
+    bool atomic;
+  };
   bool known(Val v) const { return v.node < 0 || nodes_[static_cast<std::size_t>(v.node)].known; }
   /// True when `v` can be evaluated without waiting (the loads it needs have completed).
   bool ready_now(Val v);
@@ -93,6 +102,9 @@ class ThreadExec {
   /// Performs every deferred operation, oldest first; true when a bypassing
   /// load had to be replayed (pc_ rewound).
   sim::Task<bool> flush_deferred();
+  /// After a flush: the oldest younger load that overlaps an older deferred
+  /// access and may disagree with it (see Late), or nullptr.
+  sim::Task<const Bypass*> first_replay();
   Checkpoint checkpoint(int pc) const;
   void rewind(const Checkpoint& cp, int pc);
   std::uint64_t eval(Val v);
@@ -122,6 +134,7 @@ class ThreadExec {
   std::vector<Checkpoint> speculation_;
   std::vector<Deferred> deferred_;
   std::vector<Bypass> bypass_;
+  std::vector<Late> late_;
   int pc_ = 0;
   std::array<std::uint64_t, kRegisterCount> final_{};
   std::vector<int> final_registers_;  ///< the registers the test's cells name for this thread

@@ -162,6 +162,8 @@ class Cpu {
 
   // ------------------------------------------------------------ memory ---
   /// Load of 1/2/4/8 bytes; store-to-load forwarding from the store buffer.
+  /// The load is issued (takes its place in program order) when this is
+  /// called, not when the task is awaited: the task must be awaited.
   Task<std::uint64_t> load(Addr a, int size = 8, Order o = Order::relaxed);
   /// Issues a load now without waiting for it (an out-of-order core keeps
   /// several in flight); the caller awaits its value later. The address must be
