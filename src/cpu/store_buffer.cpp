@@ -24,7 +24,7 @@ Task<void> Cpu::post_rmw(Addr a, int size, RmwOp op, std::uint64_t operand, std:
   e.op = op;
   e.compare = compare;
   // No acquire semantics without a destination register.
-  co_await buffer_store(e, o == Order::full ? Order::release : o == Order::release ? Order::release : Order::relaxed);
+  co_await buffer_store(e, o == Order::full || o == Order::release ? Order::release : Order::relaxed);
 }
 
 Task<void> Cpu::buffer_store(Pending e, Order o) {
