@@ -143,7 +143,7 @@ Task<std::uint64_t> Cpu::perform_load(LoadIssue in, bool exclusive) {
       co_await sim_.delay(fab_.params().l1.latency);
       co_return v;
     }
-    if (it->addr < in.addr + static_cast<Addr>(in.size) && in.addr < it->addr + static_cast<Addr>(it->size)) {
+    if (fabric::overlaps(it->addr, it->size, in.addr, in.size)) {
       co_await wait_stores_written(it->seq);  // partial overlap, an exclusive or an atomic: no forwarding
       break;
     }
@@ -192,7 +192,7 @@ std::string barrier_name(std::string_view insn, Domain d, BarrierType t) {
 Task<void> Cpu::dsb(Domain d, BarrierType t) {
   ++stats_.barriers;
   Tick start = sim_.now();
-  if (t != BarrierType::st) co_await wait_all_loads();
+  if (t != BarrierType::st && !unbound_.empty()) co_await wait_all_loads();
   if (t != BarrierType::ld) {
     if (system_domain(d)) {
       co_await wait_system_completion();
@@ -230,7 +230,7 @@ Task<void> Cpu::isb() { co_await sim_.delay(p_.isb_cost); }
 Task<void> Cpu::mfence() {
   ++stats_.barriers;
   Tick start = sim_.now();
-  co_await wait_all_loads();
+  if (!unbound_.empty()) co_await wait_all_loads();
   co_await drain_store_buffer();
   co_await sim_.delay(p_.mfence_cost);
   stats_.barrier_stall += sim_.now() - start;
@@ -238,12 +238,12 @@ Task<void> Cpu::mfence() {
 }
 
 Task<void> Cpu::lfence() {
-  co_await wait_all_loads();
+  if (!unbound_.empty()) co_await wait_all_loads();
   co_await sim_.delay(p_.lfence_cost);
 }
 
-Task<void> Cpu::wait_all_loads() {
-  if (!unbound_.empty()) co_await wait_loads(loads_issued_ + 1, ~Addr{0}, loads_issued_);
+Task<void> Cpu::wait_loads_bound(std::uint64_t seq) {
+  while (!loads_bound_through(seq)) co_await sb_changed_.wait(sim_, "earlier loads");
 }
 Task<void> Cpu::sfence() { co_await sim_.delay(p_.sfence_cost); }
 

@@ -32,7 +32,7 @@ Task<void> Cpu::buffer_store(Pending e, Order o) {
   // A full-order store waits for every earlier access before it enters.
   if (o == Order::full) {
     co_await drain_store_buffer();
-    if (!loads_bound_through(loads_issued_)) co_await wait_loads(loads_issued_ + 1, ~Addr{0}, loads_issued_);
+    if (!loads_bound_through(loads_issued_)) co_await wait_all_loads();
   }
   // A release orders every earlier access, posted MMIO writes included (why
   // arm64 needs no mmiowb: v5.9 arm_smmu_cmdq_issue_cmdlist's owner_prod
@@ -128,7 +128,7 @@ Task<void> Cpu::write_entry(std::uint64_t seq) {
   const Addr line = fabric::line_of(e->addr);
   if (jitter_rng_ != nullptr) co_await jitter();
   e = find_store(seq);  // the buffer may change at every wait
-  const std::uint64_t mask = e->size == 8 ? ~0ull : ((1ull << (8 * e->size)) - 1);
+  const std::uint64_t mask = fabric::size_mask(e->size);
   if (e->atomic && fab_.params().atomics_far) {
     const Pending a = *e;
     co_await fab_.atomic_at_home(id_, a.addr, a.size, a.op, a.value & mask, a.compare & mask);
@@ -216,7 +216,7 @@ Task<void> Cpu::order_device_access(bool write) {
   const std::uint64_t through = write ? store_fence_ : load_store_fence_;
   if (!stores_written_through(through)) co_await wait_stores_written(through);
   const std::uint64_t loads = std::max(load_fence_, last_acquire_);  // a dmb all/ld or an acquire before it
-  if (!loads_bound_through(loads)) co_await wait_loads(loads_issued_ + 1, ~Addr{0}, loads);
+  if (!loads_bound_through(loads)) co_await wait_loads_bound(loads);
   const Tick fence = write ? device_store_fence_ : device_load_fence_;
   if (fence > sim_.now()) co_await wait_device_fence(fence);
 }
@@ -245,11 +245,11 @@ Task<void> Cpu::order_direct_write(Addr a, int size, bool release) {
   const std::uint64_t loads = all ? loads_issued_ : std::max(load_fence_, last_acquire_);
   if (!stores_written_through(stores)) co_await wait_stores_written(stores);
   for (auto it = sb_.rbegin(); it != sb_.rend(); ++it)
-    if (it->addr < a + static_cast<Addr>(size) && a < it->addr + static_cast<Addr>(it->size)) {
+    if (fabric::overlaps(it->addr, it->size, a, size)) {
       co_await wait_stores_written(it->seq);
       break;
     }
-  if (!loads_bound_through(loads)) co_await wait_loads(loads_issued_ + 1, ~Addr{0}, loads);
+  if (!loads_bound_through(loads)) co_await wait_loads_bound(loads);
   const Addr line = fabric::line_of(a);
   if (load_blocked(loads_issued_ + 1, line, 0)) co_await wait_loads(loads_issued_ + 1, line, 0);
   Tick fence = device_store_fence_;
@@ -287,7 +287,7 @@ Task<std::uint64_t> Cpu::rmw(Addr a, int size, RmwOp op, std::uint64_t operand, 
   Tick fence = device_load_fence_;
   if (fence > sim_.now()) co_await wait_device_fence(fence);
   const Addr line = fabric::line_of(a);
-  const std::uint64_t mask = size == 8 ? ~0ull : ((1ull << (8 * size)) - 1);
+  const std::uint64_t mask = fabric::size_mask(size);
   if (fab_.params().atomics_far && (!arm_ || p_.lse)) {
     std::uint64_t old = co_await fab_.atomic_at_home(id_, a, size, op, operand & mask, compare & mask);
     co_await sim_.delay(p_.atomic_latency);

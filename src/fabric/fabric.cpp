@@ -470,7 +470,7 @@ Task<std::uint64_t> Fabric::atomic_at_home(int cpu, Addr a, int size, RmwOp op, 
   // Every cached copy is gone and the owner's data is home: operate on memory.
   std::uint64_t old = get_bytes(h.mem, a, size);
   if (checking_) check_value(a, size, old);  // against the coherence order before this write
-  std::uint64_t mask = size == 8 ? ~0ull : ((1ull << (8 * size)) - 1);
+  const std::uint64_t mask = size_mask(size);
   const std::uint64_t next = apply_rmw(op, old, operand, compare) & mask;
   put_bytes(h.mem, a, size, next);
   if (checking_) {

@@ -310,8 +310,7 @@ sim::Task<const ThreadExec::Bypass*> ThreadExec::first_replay() {
   for (const Bypass& b : bypass_) {
     if (victim != nullptr && victim->node < b.node) continue;  // an older one replays it anyway
     for (const Late& l : late_) {
-      if (l.node >= b.node || !(b.addr < l.addr + static_cast<fabric::Addr>(l.size) && l.addr < b.addr + static_cast<fabric::Addr>(b.size)))
-        continue;
+      if (l.node >= b.node || !fabric::overlaps(b.addr, b.size, l.addr, l.size)) continue;
       bool replay = l.atomic || b.addr != l.addr || b.size != l.size;
       if (!replay) {  // two loads of the same bytes: fine if they read the same value (RSW)
         const auto future_of = [&](std::int32_t node) -> const cpu::LoadFuture& {

@@ -303,8 +303,10 @@ class Cpu {
   /// `line` may (same line; acquire; before a load fence; x86: any).
   bool load_blocked(std::uint64_t seq, Addr line, std::uint64_t fence) const;
   Task<void> wait_loads(std::uint64_t seq, Addr line, std::uint64_t fence);
+  /// Waits until every load numbered up to `seq` has bound its value.
+  Task<void> wait_loads_bound(std::uint64_t seq);
   /// Waits until every load issued so far has bound its value.
-  Task<void> wait_all_loads();
+  Task<void> wait_all_loads() { return wait_loads_bound(loads_issued_); }
   void load_bound(std::uint64_t seq);
   /// True when every store numbered up to `seq` has been written.
   bool stores_written_through(std::uint64_t seq) const { return sb_.empty() || sb_.front().seq > seq; }

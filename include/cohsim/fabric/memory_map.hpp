@@ -15,6 +15,12 @@ inline constexpr Addr kLineBytes = 64;
 inline constexpr int kNodeShift = 40;
 /// The 64-byte line holding `a`.
 constexpr Addr line_of(Addr a) { return a & ~(kLineBytes - 1); }
+/// True when the byte ranges [a, a + na) and [b, b + nb) share a byte.
+constexpr bool overlaps(Addr a, int na, Addr b, int nb) {
+  return a < b + static_cast<Addr>(nb) && b < a + static_cast<Addr>(na);
+}
+/// The low `size` bytes of a word (size 1, 2, 4 or 8).
+constexpr std::uint64_t size_mask(int size) { return size >= 8 ? ~0ull : (1ull << (8 * size)) - 1; }
 
 /// The allocator of simulated physical memory, by node.
 class MemoryMap {
