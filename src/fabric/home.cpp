@@ -1,0 +1,351 @@
+// The home side of the fabric: requests reaching a line's home (or its
+// die's L3), queueing and arbitration there, the directory's actions, the
+// caches' responses, write-backs and device accesses.
+#include "fabric_state.hpp"
+
+#include <algorithm>
+
+namespace cohsim::fabric {
+
+using sim::Task;
+using namespace detail;
+
+// ------------------------------------------------------------ requests ---
+Task<void> Fabric::home_acquire(HomeLine& h, Addr line, int requester_ep, bool gets) {
+  if (!h.busy && h.queue.empty() && (h.shared_fills == 0 || h.shared_fill_possible(gets))) {
+    h.busy = true;
+    co_return;
+  }
+  struct Awaiter {
+    Fabric* f;
+    HomeLine* h;
+    Addr line;
+    int ep;
+    bool gets;
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> handle) {
+      sim::Process* p = f->sim_.current();
+      std::uint64_t id = f->sim_.suspend_current(handle, "its turn at the home directory", line);
+      Tick distance = f->icn_.latency(ep, f->icn_.home_endpoint(f->mem_.home_node(line)));
+      h->queue.push_back({p, id, f->sim_.now(), f->home_seq_++, distance, gets});
+    }
+    void await_resume() const noexcept {}
+  };
+  co_await Awaiter{this, &h, line, requester_ep, gets};
+}
+
+void Fabric::home_release_event(void* ctx, std::uint64_t line) { static_cast<Fabric*>(ctx)->home_release(line); }
+
+void Fabric::shared_fill_done_event(void* ctx, std::uint64_t line) {
+  auto* f = static_cast<Fabric*>(ctx);
+  HomeLine& h = f->home_line(line);
+  --h.shared_fills;
+  f->grant_next(h);
+}
+
+void Fabric::home_release(Addr line) {
+  HomeLine& h = home_line(line);
+  h.busy = false;
+  grant_next(h);
+}
+
+void Fabric::grant_next(HomeLine& h) {
+  if (h.busy || h.queue.empty()) return;
+  std::size_t pick = 0;
+  if (h.picked_seq) {
+    while (h.queue[pick].seq != *h.picked_seq) ++pick;  // still queued: only grant_next removes waiters
+  } else if (p_.arbitration == "random") {
+    pick = static_cast<std::size_t>(arbitration_rng_.below(h.queue.size()));
+  } else {
+    const bool nearest = p_.arbitration == "nearest";
+    for (std::size_t i = 1; i < h.queue.size(); ++i) {
+      const auto &a = h.queue[i], &b = h.queue[pick];
+      bool better = nearest && a.distance != b.distance ? a.distance < b.distance
+                    : a.arrived != b.arrived                                 ? a.arrived < b.arrived
+                                                                             : a.seq < b.seq;
+      if (better) pick = i;
+    }
+  }
+  HomeLine::Waiter w = h.queue[pick];
+  // The picked request waits for the fills in flight unless it is one itself;
+  // it stays picked, so nobody overtakes it meanwhile (under every policy, a
+  // stream of readers cannot starve a writer).
+  if (h.shared_fills > 0 && !h.shared_fill_possible(w.gets)) {
+    h.picked_seq = w.seq;
+    return;
+  }
+  h.picked_seq.reset();
+  h.queue.erase(h.queue.begin() + static_cast<std::ptrdiff_t>(pick));
+  h.busy = true;
+  sim_.wake(w.p, w.id);
+}
+
+Task<Fabric::HomeLine*> Fabric::reach_home(int ep, Addr line, bool count_wait, bool gets) {
+  co_await sim_.delay(icn_.send(ep, home_endpoint_of(line), sim_.now()) - sim_.now());
+  HomeLine& h = home_line(line);
+  const Tick queued_at = sim_.now();
+  co_await home_acquire(h, line, ep, gets);
+  if (count_wait) stats_of(line).wait += sim_.now() - queued_at;
+  co_return &h;
+}
+
+Task<void> Fabric::request(int core, int cpu, Addr line, DirEvent kind) {
+  Txn t{.fabric = this, .line = line, .core = core, .ep = cpu, .event = kind};
+  ++stats_.transactions;
+  co_await sim_.delay(p_.l2.latency);  // the private miss is detected
+  const int home_ep = home_endpoint_of(line);
+  HomeLine& h = *co_await reach_home(cpu, line, /*count_wait=*/true, kind == DirEvent::GetS);
+  if (t.event == DirEvent::Upgrade && !h.sharers.test(static_cast<std::size_t>(core)))
+    t.event = DirEvent::GetM;  // invalidated while the upgrade waited
+  const bool shared_fill = h.shared_fill_possible(t.event == DirEvent::GetS);
+  run_directory(t, h);
+  if (shared_fill) {  // the directory is free for the next request after its look-up
+    ++h.shared_fills;
+    sim_.schedule(sim_.now() + p_.shared_fill_interval, &Fabric::home_release_event, this, line);
+  }
+  co_await sim_.delay(t.complete_at - sim_.now());
+  cache_event(core, line, t.response, &t);
+  // Install in the tag arrays; a capacity victim is evicted.
+  PrivateCache& c = cache(core);
+  auto victim = c.l2.insert(line, [&](Addr v) {
+    auto it = c.lines.find(v);
+    return v != line && it != c.lines.end() && !is_transient(it->second.state);
+  });
+  c.l1.insert(line, [](Addr) { return true; });
+  if (victim) {
+    c.l1.remove(*victim);
+    evict(core, *victim);
+  }
+  Tick unblock = icn_.send(cpu, home_ep, sim_.now());
+  sim_.schedule(unblock, shared_fill ? &Fabric::shared_fill_done_event : &Fabric::home_release_event, this, line);
+}
+
+void Fabric::evict(int core, Addr victim) {
+  PrivateCache& c = cache(core);
+  auto it = c.lines.find(victim);
+  CacheState st = it->second.state;
+  const CacheRow* row = cache_table_->find(st, CacheEvent::Replacement);
+  if (row == nullptr) protocol_error("cache of core", core, victim, name(st), "Replacement");
+  cache_table_->count(st, CacheEvent::Replacement);
+  ++stats_.evictions;
+  if (row->actions & ca_notify) {
+    it->second.lost.notify_all(sim_);
+    clear_monitors(core, victim);
+  }
+  if (row->actions & ca_drop) {
+    it->second.mshr.notify_all(sim_);
+    c.lines.erase(it);
+    home_line(victim).drop_holder(core);
+  } else {
+    it->second.state = row->next;
+  }
+  // Not a daemon: a run ends only when every write-back has reached its home.
+  if (row->actions & ca_send_put) sim_.spawn(fmt::format("writeback core{}", core), put(core, victim));
+  if (checking_) check_line(victim);
+}
+
+Task<void> Fabric::put(int core, Addr line) {
+  const int ep = core_cpu_[static_cast<std::size_t>(core)];
+  PrivateCache& c = cache(core);
+  Txn t{.fabric = this, .line = line, .core = core, .ep = ep};
+  const bool dirty = c.lines.at(line).state == CacheState::MI_A;
+  t.data = c.lines.at(line).data;
+  t.data_valid = true;
+  ++stats_.writebacks;
+  HomeLine& h = *co_await reach_home(ep, line, /*count_wait=*/false);
+  const bool still_owner = h.state == DirState::EM && h.owner == core;
+  t.event = !still_owner ? DirEvent::PutStale : dirty ? DirEvent::PutM : DirEvent::PutE;
+  run_directory(t, h);
+  sim_.schedule(sim_.now() + p_.directory_latency, &Fabric::home_release_event, this, line);
+  co_await sim_.delay(t.complete_at - sim_.now());
+}
+
+// --------------------------------------------------------- device side ---
+Task<LineData> Fabric::device_read(int endpoint, Addr line) {
+  Txn t{.fabric = this, .line = line, .core = -1, .ep = endpoint, .event = DirEvent::DevRead};
+  HomeLine& h = *co_await reach_home(endpoint, line, /*count_wait=*/false);
+  run_directory(t, h);
+  sim_.schedule(t.home_done, &Fabric::home_release_event, this, line);
+  co_await sim_.delay(t.complete_at - sim_.now());
+  co_return t.data;
+}
+
+Task<void> Fabric::device_write(int endpoint, Addr a, int size, std::uint64_t value) {
+  check_access(a, size);
+  const Addr line = line_of(a);
+  Txn t{.fabric = this, .line = line, .core = -1, .ep = endpoint, .event = DirEvent::DevWrite};
+  const int home_ep = home_endpoint_of(line);
+  HomeLine& h = *co_await reach_home(endpoint, line, /*count_wait=*/false);
+  run_directory(t, h);
+  co_await sim_.delay(t.home_done - sim_.now());
+  put_bytes(h.mem, a, size, value);
+  if (checking_) {
+    golden_[line] = h.mem;  // the home's memory is now the latest value
+    if (write_observer_) write_observer_(a, size, value);
+  }
+  home_release(line);
+  co_await sim_.delay(icn_.send(home_ep, endpoint, sim_.now()) - sim_.now());
+}
+
+// ----------------------------------------------------------- directory ---
+void Fabric::run_directory(Txn& t, HomeLine& h) {
+  const Addr line = t.line;
+  const int node = mem_.home_node(line);
+  const int home_ep = icn_.home_endpoint(node);
+  const int home_die = icn_.endpoint(home_ep).die_global;
+  const DirRow* row = dir_table_->find(h.state, t.event);
+  if (row == nullptr) protocol_error("home directory of node", node, line, name(h.state), name(t.event));
+  dir_table_->count(h.state, t.event);
+  const std::uint32_t a = row->actions;
+  t.actions = a;
+  LineStats& ls = stats_of(line);
+  ++ls.requests;
+  if (t.core >= 0) ls.touched.set(static_cast<std::size_t>(t.core));
+  else ++ls.device_accesses;
+
+  const Tick t0 = sim_.now() + p_.directory_latency;
+  Tick complete = t0 + 1;
+  Tick home_ready = t0;
+  Tick data_ready = t0;
+  auto snoop_extra = [&](int core) {
+    return icn_.endpoint(core_cpu_[static_cast<std::size_t>(core)]).die_global != home_die ? p_.remote_die_snoop : 0;
+  };
+
+  if (a & (da_inv_sharers | da_inv_sharers_home)) {
+    const int ack_to = (a & da_inv_sharers) ? t.ep : home_ep;
+    for (std::size_t s = h.sharers._Find_first(); s < h.sharers.size(); s = h.sharers._Find_next(s)) {
+      const int core = static_cast<int>(s);
+      if ((a & da_inv_sharers) && core == t.core) continue;
+      const int ep = core_cpu_[s];
+      Tick arr = icn_.send(home_ep, ep, t0) + snoop_extra(core);
+      schedule_remote(t, core, CacheEvent::Inv, arr);
+      Tick ack = icn_.send(ep, ack_to, arr);
+      if (a & da_inv_sharers) complete = std::max(complete, ack);
+      else home_ready = std::max(home_ready, ack);
+      ++ls.invalidations;
+      ++stats_.invalidations;
+    }
+  }
+  if (a & (da_fwd_gets | da_fwd_getm | da_fwd_read_once | da_fwd_inv)) {
+    const int owner = h.owner;
+    if (owner < 0) protocol_error("home directory of node", node, line, "EM without owner", name(t.event));
+    const int oep = core_cpu_[static_cast<std::size_t>(owner)];
+    Tick arr = icn_.send(home_ep, oep, t0) + snoop_extra(owner);
+    CacheEvent ev = (a & da_fwd_gets)    ? CacheEvent::FwdGetS
+                    : (a & da_fwd_getm)  ? CacheEvent::FwdGetM
+                    : (a & da_fwd_inv)   ? CacheEvent::FwdInv
+                                         : CacheEvent::FwdReadOnce;
+    schedule_remote(t, owner, ev, arr);
+    ++stats_.forwards;
+    // The home stays busy at least until the forward reached the owner, so a
+    // later request's forward cannot overtake it (a device's ReadOnce releases
+    // the home without waiting for the data).
+    home_ready = std::max(home_ready, arr);
+    Tick resp = arr + p_.snoop_response;
+    if (a & da_fwd_inv) {
+      home_ready = std::max(home_ready, icn_.send(oep, home_ep, resp));
+    } else {
+      const Tick delivered = icn_.send(oep, t.ep, resp);
+      complete = std::max(complete, delivered);
+      if (t.core >= 0) ++ls.transfers[static_cast<std::size_t>(topo_.hop_class(oep, t.ep))];
+      if (auto* tr = sim_.tracer()) tr->flow(mem_.describe(line), oep, resp, t.ep, delivered);
+      if (a & da_fwd_gets) icn_.send(oep, home_ep, resp);  // the writeback's occupancy
+    }
+    t.response = (a & da_fwd_gets) ? CacheEvent::Data : CacheEvent::DataExcl;
+  }
+  if (a & da_read_memory) {
+    TagArray& llc = llc_[static_cast<std::size_t>(node)];
+    if (llc.touch(line)) {
+      data_ready = t0 + p_.llc.latency;
+      ++stats_.llc_hits;
+    } else {
+      data_ready = t0 + p_.dram_latency;
+      llc.insert(line, [](Addr) { return true; });
+      ++stats_.dram_reads;
+    }
+    ++ls.memory_reads;
+    home_ready = std::max(home_ready, data_ready);
+  }
+  if (a & da_write_back) {
+    h.mem = t.data;
+    llc_[static_cast<std::size_t>(node)].insert(line, [](Addr) { return true; });
+  }
+  if (a & (da_send_data | da_send_data_excl)) {
+    t.data = h.mem;
+    t.data_valid = true;
+    t.response = (a & da_send_data) ? CacheEvent::Data : CacheEvent::DataExcl;
+    complete = std::max(complete, icn_.send(home_ep, t.ep, data_ready));
+  }
+  if (a & da_send_grant) {
+    t.response = CacheEvent::DataExcl;
+    complete = std::max(complete, icn_.send(home_ep, t.ep, t0));
+  }
+  if ((a & da_send_data_device) && !(a & da_fwd_read_once)) {
+    t.data = h.mem;
+    t.data_valid = true;
+    complete = std::max(complete, icn_.send(home_ep, t.ep, data_ready));
+  }
+  if (a & da_send_put_ack) {
+    Tick arr = icn_.send(home_ep, t.ep, t0);
+    schedule_remote(t, t.core, CacheEvent::PutAck, arr);
+    complete = std::max(complete, arr);
+  }
+  if (a & (da_write_memory | da_atomic_at_home)) complete = std::max(complete, home_ready);
+  // Directory state.
+  if (a & da_owner_to_sharer) h.sharers.set(static_cast<std::size_t>(h.owner));
+  if (a & da_clear_sharers) h.sharers.reset();
+  if (a & da_add_sharer) h.sharers.set(static_cast<std::size_t>(t.core));
+  if (a & da_clear_owner) h.owner = -1;
+  if (a & da_set_owner) h.owner = t.core;
+  h.state = row->next;
+  t.complete_at = std::max(complete, sim_.now() + 1);
+  t.home_done = std::max(std::max(home_ready, data_ready), sim_.now() + 1);
+}
+
+void Fabric::schedule_remote(Txn& t, int core, CacheEvent ev, Tick at) {
+  sim_.schedule(at, &Fabric::remote_event, &t,
+                static_cast<std::uint64_t>(core) | (static_cast<std::uint64_t>(ev) << 32));
+}
+
+void Fabric::remote_event(void* ctx, std::uint64_t arg) {
+  auto* t = static_cast<Txn*>(ctx);
+  t->fabric->cache_event(static_cast<int>(arg & 0xffffffffu), t->line, static_cast<CacheEvent>(arg >> 32), t);
+}
+
+void Fabric::cache_event(int core, Addr line, CacheEvent ev, Txn* t) {
+  PrivateCache& c = cache(core);
+  auto it = c.lines.find(line);
+  CacheState st = it == c.lines.end() ? CacheState::I : it->second.state;
+  const CacheRow* row = cache_table_->find(st, ev);
+  if (row == nullptr) protocol_error("cache of core", core, line, name(st), name(ev));
+  cache_table_->count(st, ev);
+  const std::uint32_t a = row->actions;
+  if (a & (ca_data_to_requester | ca_data_to_device)) {
+    t->data = it->second.data;
+    t->data_valid = true;
+  }
+  if (a & ca_data_to_home) home_line(line).mem = it->second.data;
+  if (it == c.lines.end()) {
+    if (checking_) check_line(line);
+    return;  // (I, Inv): a silently dropped sharer acknowledges
+  }
+  CacheLine& cl = it->second;
+  if ((a & ca_fill) && t->data_valid) cl.data = t->data;
+  cl.state = row->next;
+  if (a & ca_notify) {
+    cl.lost.notify_all(sim_);
+    clear_monitors(core, line);
+  }
+  if (a & ca_complete) cl.mshr.notify_all(sim_);
+  if (a & ca_drop) {
+    cl.lost.notify_all(sim_);
+    cl.mshr.notify_all(sim_);
+    c.l1.remove(line);
+    c.l2.remove(line);
+    c.lines.erase(it);
+    home_line(line).drop_holder(core);
+  }
+  if (checking_) check_line(line);
+}
+
+}  // namespace cohsim::fabric
