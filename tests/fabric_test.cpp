@@ -285,7 +285,7 @@ TEST_CASE("N CPUs doing K atomic increments each leave exactly N*K", "[fabric]")
   INFO("atomics: " << flavour);
   json doc = platform_json();
   if (flavour == "llsc") doc["cpu"]["lse_atomics"] = false;
-  if (flavour == "far") doc["coherence"]["atomics"] = "far";
+  if (flavour == "far") doc["coherence"]["atomics"] = all_atomics("home");
   if (flavour == "x86") doc = as_x86(doc);
   Rig r(doc);
   Addr counter = r.line(1, "counter");
@@ -352,7 +352,7 @@ TEST_CASE("random traffic from CPUs, a device and far atomics exercises every pr
   SharedTables tables;
   for (const bool far : {false, true}) {
     json doc = with_tiny_caches(platform_json());
-    if (far) doc["coherence"]["atomics"] = "far";
+    if (far) doc["coherence"]["atomics"] = all_atomics("home");
     Rig r(doc, &tables.cache, &tables.dir, far ? 2 : 1);
     const int dev = r.icn->add_device("test-device", 0);
     std::vector<Addr> lines;

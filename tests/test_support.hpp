@@ -46,6 +46,11 @@ inline void set_value(json& doc, const std::string& path, const json& v) {
   else *node = v;
 }
 
+/// A coherence.atomics section placing every class of atomic at `place` (near, llc, home).
+inline json all_atomics(const std::string& place) {
+  return {{"cas", place}, {"swp", place}, {"ld_op", place}, {"st_op", place}};
+}
+
 /// Tiny private caches (two lines, one set) so that a third line evicts.
 inline json with_tiny_caches(json doc) {
   for (const char* level : {"l1d", "l2"}) {

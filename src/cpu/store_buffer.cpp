@@ -129,9 +129,9 @@ Task<void> Cpu::write_entry(std::uint64_t seq) {
   if (jitter_rng_ != nullptr) co_await jitter();
   e = find_store(seq);  // the buffer may change at every wait
   const std::uint64_t mask = fabric::size_mask(e->size);
-  if (e->atomic && fab_.params().atomics_far) {
+  if (e->atomic && fab_.params().atomic_place(e->op, /*posted=*/true) != fabric::AtomicPlace::near) {
     const Pending a = *e;
-    co_await fab_.atomic_at_home(id_, a.addr, a.size, a.op, a.value & mask, a.compare & mask);
+    co_await fab_.atomic_far(id_, a.addr, a.size, a.op, a.value & mask, a.compare & mask, /*posted=*/true);
     co_await sim_.delay(p_.atomic_latency);
   } else {
     co_await fab_.acquire(id_, line, true);
@@ -288,8 +288,8 @@ Task<std::uint64_t> Cpu::rmw(Addr a, int size, RmwOp op, std::uint64_t operand, 
   if (fence > sim_.now()) co_await wait_device_fence(fence);
   const Addr line = fabric::line_of(a);
   const std::uint64_t mask = fabric::size_mask(size);
-  if (fab_.params().atomics_far && (!arm_ || p_.lse)) {
-    std::uint64_t old = co_await fab_.atomic_at_home(id_, a, size, op, operand & mask, compare & mask);
+  if (fab_.params().atomic_place(op, /*posted=*/false) != fabric::AtomicPlace::near && (!arm_ || p_.lse)) {
+    std::uint64_t old = co_await fab_.atomic_far(id_, a, size, op, operand & mask, compare & mask, /*posted=*/false);
     co_await sim_.delay(p_.atomic_latency);
     co_return old;
   }

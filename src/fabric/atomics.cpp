@@ -21,6 +21,25 @@ std::uint64_t apply_rmw(RmwOp op, std::uint64_t old, std::uint64_t operand, std:
   return old;
 }
 
+AtomicClass atomic_class(RmwOp op, bool posted) {
+  if (op == RmwOp::cas) return AtomicClass::cas;
+  if (op == RmwOp::swap) return AtomicClass::swp;
+  return posted ? AtomicClass::st_op : AtomicClass::ld_op;
+}
+
+Task<std::uint64_t> Fabric::atomic_far(int cpu, Addr a, int size, RmwOp op, std::uint64_t operand,
+                                       std::uint64_t compare, bool posted) {
+  switch (p_.atomic_place(op, posted)) {
+    case AtomicPlace::near:
+      throw sim::SimError("atomic_far called for an atomic this platform executes near");
+    case AtomicPlace::llc:
+      if (p_.llc_per_die) return atomic_in_llc(cpu, a, size, op, operand, compare);
+      return atomic_at_home(cpu, a, size, op, operand, compare);  // a memory-side LLC sits at the home
+    case AtomicPlace::home: break;
+  }
+  return atomic_at_home(cpu, a, size, op, operand, compare);
+}
+
 Task<std::uint64_t> Fabric::atomic_at_home(int cpu, Addr a, int size, RmwOp op, std::uint64_t operand,
                                            std::uint64_t compare) {
   check_access(a, size);
@@ -37,6 +56,7 @@ Task<std::uint64_t> Fabric::atomic_at_home(int cpu, Addr a, int size, RmwOp op, 
   run_directory(t, h);
   co_await sim_.delay(t.home_done - sim_.now());
   // Every cached copy is gone and the owner's data is home: operate on memory.
+  forget_in_llcs(line);
   std::uint64_t old = get_bytes(h.mem, a, size);
   if (checking_) check_value(a, size, old);  // against the coherence order before this write
   const std::uint64_t mask = size_mask(size);
@@ -49,6 +69,53 @@ Task<std::uint64_t> Fabric::atomic_at_home(int cpu, Addr a, int size, RmwOp op, 
   home_release(line);
   co_await sim_.delay(icn_.send(home_ep, cpu, sim_.now()) - sim_.now());
   co_return old;
+}
+
+Task<std::uint64_t> Fabric::atomic_in_llc(int cpu, Addr a, int size, RmwOp op, std::uint64_t operand,
+                                          std::uint64_t compare) {
+  check_access(a, size);
+  const Addr line = line_of(a);
+  const int agent = llc_agent(agent_die(core_of(cpu)));
+  const int l3 = agent_endpoint(agent);
+  co_await sim_.delay(icn_.send(cpu, l3, sim_.now()) - sim_.now());
+  co_await sim_.delay(p_.llc_tag_latency);
+  // The L3 takes the line exclusive (every core's copy invalidated, the
+  // requester's too); a line snooped away before the atomic ran is taken again.
+  while (!holds_writable(agent, line)) co_await obtain(agent, l3, line, /*for_write=*/true);
+  CacheLine& cl = cache(agent).lines.at(line);
+  // Atomics on one line run one at a time on the L3's ALU. The value changes
+  // now, in this atomic's place in the line's order; a snoop waits for the
+  // ALU (owner_line_alu_busy), so nobody sees the line between the two.
+  const Tick start = std::max(sim_.now(), cl.alu_busy);
+  cl.alu_busy = start + p_.llc_atomic_latency;
+  const Tick done = cl.alu_busy;
+  ++stats_.llc_atomics;
+  const std::uint64_t old = get_bytes(cl.data, a, size);
+  if (checking_) check_value(a, size, old);
+  const std::uint64_t next = apply_rmw(op, old, operand, compare) & size_mask(size);
+  if (op != RmwOp::cas || old == (compare & size_mask(size))) {
+    cl.state = CacheState::M;
+    put_bytes(cl.data, a, size, next);
+    if (checking_) {
+      golden_[line] = cl.data;
+      check_line(line);
+      if (write_observer_) write_observer_(a, size, next);
+    }
+  }
+  co_await sim_.delay(done - sim_.now());
+  co_await sim_.delay(icn_.send(l3, cpu, sim_.now()) - sim_.now());
+  co_return old;
+}
+
+Tick Fabric::owner_line_alu_busy(int agent, Addr line) const {
+  const auto& lines = cache(agent).lines;
+  auto it = lines.find(line);
+  return it == lines.end() ? 0 : it->second.alu_busy;
+}
+
+void Fabric::forget_in_llcs(Addr line) {
+  if (p_.llc_per_die)
+    for (TagArray& tags : llc_) tags.remove(line);
 }
 
 }  // namespace cohsim::fabric

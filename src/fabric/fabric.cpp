@@ -21,8 +21,23 @@ FabricParams::FabricParams(config::Reader caches, config::Reader coherence, conf
   l1 = level(caches.section("l1d", "private level-1 data cache, per core"), "load-to-use latency of a hit");
   l2 = level(caches.section("l2", "private level-2 cache per core (the coherence point of the core)"),
              "load-to-use latency of a hit; also the time to detect a private miss");
-  llc = level(caches.section("llc", "last-level cache, modelled memory-side at each home node"),
-              "latency of an LLC hit at the home, after the directory look-up");
+  config::Reader llc_section = caches.section(
+      "llc", "last-level cache: memory-side at each home node, or per die (the die's coherence point)");
+  llc = level(llc_section, "latency of an LLC hit: its data array read, after the directory (home) or tag (die) "
+                           "look-up");
+  llc_per_die = llc_section.choice(
+                    "placement",
+                    Spec{.doc = "home: memory-side at each home node, caching that node's lines; die: one per die, "
+                                "holding lines of any home for its cores, which look it up before the home agent "
+                                "(whose directory then tracks dies: a die that holds a line serves its cores)",
+                         .def = "home", .choices = {"home", "die"}}) == "die";
+  llc_tag_latency = llc_section.time(
+      "tag_latency", Spec{.doc = "per-die LLC: tag look-up deciding hit or miss, paid by every private miss on the "
+                                 "way to the home",
+                          .def = "0", .max = 1e6});
+  llc_atomic_latency = llc_section.time(
+      "atomic_latency", Spec{.doc = "ALU time of one atomic executed in the LLC; atomics to one line serialize on it",
+                             .def = "0", .max = 1e6});
   directory_latency = coherence.time(
       "directory_latency", Spec{.doc = "home directory (snoop filter) look-up per request", .min = 0, .max = 1e6});
   shared_fill_interval = coherence.time(
@@ -39,11 +54,21 @@ FabricParams::FabricParams(config::Reader caches, config::Reader coherence, conf
   arbitration = coherence.choice(
       "arbitration", Spec{.doc = "which request waiting at a busy home goes next",
                           .def = "arrival", .choices = {"arrival", "nearest", "random"}});
-  std::string atomics = coherence.choice(
-      "atomics", Spec{.doc = "where read-modify-write atomics execute: near (requester takes the line "
-                             "exclusive) or far (at the home)",
-                      .def = "near", .choices = {"near", "far"}});
-  atomics_far = atomics == "far";
+  config::Reader at = coherence.section(
+      "atomics", "where each class of atomic read-modify-write executes (LL/SC loops always run in the core)",
+      /*optional=*/true);
+  const std::pair<AtomicClass, const char*> classes[] = {
+      {AtomicClass::cas, "cas"}, {AtomicClass::swp, "swp"}, {AtomicClass::ld_op, "ld_op"}, {AtomicClass::st_op, "st_op"}};
+  for (auto [cls, key] : classes) {
+    const std::string place = at.choice(
+        key, Spec{.doc = "near: the core takes the line exclusive and executes in its L1; llc: in the last-level "
+                         "cache (the requester die's L3 with a per-die LLC, else the home's); home: at the line's "
+                         "home agent",
+                  .def = "near", .choices = {"near", "llc", "home"}});
+    atomics[static_cast<std::size_t>(cls)] = place == "near" ? AtomicPlace::near
+                                             : place == "llc" ? AtomicPlace::llc
+                                                              : AtomicPlace::home;
+  }
   dram_latency = memory.time("dram_latency", Spec{.doc = "DRAM access at the home memory controller", .min = 1, .max = 1e7});
   node_capacity = memory.size("node_capacity", Spec{.doc = "memory per NUMA node", .def = "64GiB", .min = 1 << 20, .max = 1e13});
 }
@@ -68,7 +93,23 @@ Fabric::Fabric(const FabricParams& p, sim::Simulator& sim, Interconnect& icn, Me
     pc->l2 = TagArray(p_.l2.size, p_.l2.assoc);
     caches_.push_back(std::move(pc));
   }
-  for (int n = 0; n < mem_.nodes(); ++n) llc_.emplace_back(p_.llc.size, p_.llc.assoc);
+  for (int c = 0; c < topo_.core_count(); ++c)
+    agent_die_.push_back(icn_.endpoint(core_cpu_[static_cast<std::size_t>(c)]).die_global);
+  if (p_.llc_per_die) {
+    // One L3 agent per die: it caches lines for atomics executed there; its
+    // capacity is the die's LLC tags (llc_), so its private tag arrays stay empty.
+    for (int d = 0; d < topo_.die_count(); ++d) {
+      caches_.push_back(std::make_unique<PrivateCache>());
+      core_cpu_.push_back(icn_.llc_endpoint(d));
+      cpus_of_core_.emplace_back();
+      agent_die_.push_back(d);
+      llc_.emplace_back(p_.llc.size, p_.llc.assoc);
+    }
+    if (agent_count() > kMaxCores)
+      throw sim::SimError(fmt::format("{} cores and L3s: the fabric supports at most {}", agent_count(), kMaxCores));
+  } else {
+    for (int n = 0; n < mem_.nodes(); ++n) llc_.emplace_back(p_.llc.size, p_.llc.assoc);
+  }
   monitors_.resize(static_cast<std::size_t>(topo_.cpu_count()));
 #ifdef COHSIM_CHECKED
   checking_ = true;
@@ -94,9 +135,12 @@ void Fabric::protocol_error(const char* who, int agent, Addr line, std::string_v
 
 // ------------------------------------------------------------- CPU side ---
 Task<Tick> Fabric::acquire(int cpu, Addr line, bool for_write) {
-  const int core = core_of(cpu);
+  return obtain(core_of(cpu), cpu, line, for_write);
+}
+
+Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
   for (;;) {
-    PrivateCache& c = cache(core);
+    PrivateCache& c = cache(agent);
     auto it = c.lines.find(line);
     CacheState st = it == c.lines.end() ? CacheState::I : it->second.state;
     if (is_transient(st)) {
@@ -105,12 +149,13 @@ Task<Tick> Fabric::acquire(int cpu, Addr line, bool for_write) {
     }
     CacheEvent ev = for_write ? CacheEvent::Store : CacheEvent::Load;
     const CacheRow* row = cache_table_->find(st, ev);
-    if (row == nullptr) protocol_error("cache of core", core, line, name(st), name(ev));
+    if (row == nullptr) protocol_error("cache of agent", agent, line, name(st), name(ev));
     cache_table_->count(st, ev);
     if (row->actions & ca_hit) {
       it->second.state = row->next;
       if (checking_) check_line(line);
       ++stats_.hits;
+      if (is_llc_agent(agent)) co_return 0;  // its look-up was paid on the way in
       if (c.l1.touch(line)) co_return p_.l1.latency;
       c.l2.touch(line);
       c.l1.insert(line, [](Addr) { return true; });
@@ -121,9 +166,9 @@ Task<Tick> Fabric::acquire(int cpu, Addr line, bool for_write) {
                                                      : DirEvent::Upgrade;
     auto [slot, inserted] = c.lines.try_emplace(line);
     slot->second.state = row->next;
-    if (inserted) home_line(line).holders.emplace_back(core, &slot->second);
+    if (inserted) home_line(line).holders.emplace_back(agent, &slot->second);
     if (kind == DirEvent::Upgrade) ++stats_.upgrades; else ++stats_.misses;
-    co_await request(core, cpu, line, kind);
+    co_await request(agent, ep, line, kind);
     co_return 0;
   }
 }
@@ -168,6 +213,12 @@ bool Fabric::holds(int cpu, Addr line, bool for_write) const {
   auto it = c.lines.find(line);
   if (it == c.lines.end()) return false;
   return for_write ? writable(it->second.state) : readable(it->second.state);
+}
+
+bool Fabric::holds_writable(int agent, Addr line) const {
+  const PrivateCache& c = cache(agent);
+  auto it = c.lines.find(line);
+  return it != c.lines.end() && writable(it->second.state);
 }
 
 CacheState Fabric::state_of(int cpu, Addr line) const {

@@ -16,6 +16,7 @@ struct Fabric::CacheLine {
   LineData data{};
   sim::Signal mshr;  ///< waiters for the request in flight
   sim::Signal lost;  ///< CPUs spinning on this line
+  Tick alu_busy = 0; ///< an L3 agent: when its atomics on this line are done
 };
 
 struct Fabric::PrivateCache {
@@ -67,6 +68,7 @@ struct Fabric::Txn {
   Addr line;
   int core = -1;  ///< requesting core, -1 for a device
   int ep = 0;     ///< requester's endpoint
+  int dir_ep = -1;  ///< where the directory step runs: the home's endpoint, or the requester die's L3
   DirEvent event = DirEvent::GetS;
   CacheEvent response = CacheEvent::Data;
   LineData data{};

@@ -89,13 +89,19 @@ Task<Fabric::HomeLine*> Fabric::reach_home(int ep, Addr line, bool count_wait, b
   co_return &h;
 }
 
-Task<void> Fabric::request(int core, int cpu, Addr line, DirEvent kind) {
-  Txn t{.fabric = this, .line = line, .core = core, .ep = cpu, .event = kind};
+Task<void> Fabric::request(int agent, int ep, Addr line, DirEvent kind) {
+  Txn t{.fabric = this, .line = line, .core = agent, .ep = ep, .event = kind};
   ++stats_.transactions;
-  co_await sim_.delay(p_.l2.latency);  // the private miss is detected
-  const int home_ep = home_endpoint_of(line);
-  HomeLine& h = *co_await reach_home(cpu, line, /*count_wait=*/true, kind == DirEvent::GetS);
-  if (t.event == DirEvent::Upgrade && !h.sharers.test(static_cast<std::size_t>(core)))
+  if (!is_llc_agent(agent)) co_await sim_.delay(p_.l2.latency);  // the private miss is detected
+  HomeLine* served = p_.llc_per_die ? co_await reach_die_llc(t) : nullptr;
+  if (served == nullptr) {
+    // On to the home agent (from the die's L3 after its miss, with a per-die LLC).
+    t.dir_ep = home_endpoint_of(line);
+    const int from = p_.llc_per_die ? icn_.llc_endpoint(agent_die(agent)) : ep;
+    served = co_await reach_home(from, line, /*count_wait=*/true, kind == DirEvent::GetS);
+  }
+  HomeLine& h = *served;
+  if (t.event == DirEvent::Upgrade && !h.sharers.test(static_cast<std::size_t>(agent)))
     t.event = DirEvent::GetM;  // invalidated while the upgrade waited
   const bool shared_fill = h.shared_fill_possible(t.event == DirEvent::GetS);
   run_directory(t, h);
@@ -104,20 +110,76 @@ Task<void> Fabric::request(int core, int cpu, Addr line, DirEvent kind) {
     sim_.schedule(sim_.now() + p_.shared_fill_interval, &Fabric::home_release_event, this, line);
   }
   co_await sim_.delay(t.complete_at - sim_.now());
-  cache_event(core, line, t.response, &t);
-  // Install in the tag arrays; a capacity victim is evicted.
-  PrivateCache& c = cache(core);
-  auto victim = c.l2.insert(line, [&](Addr v) {
-    auto it = c.lines.find(v);
-    return v != line && it != c.lines.end() && !is_transient(it->second.state);
-  });
-  c.l1.insert(line, [](Addr) { return true; });
-  if (victim) {
-    c.l1.remove(*victim);
-    evict(core, *victim);
+  cache_event(agent, line, t.response, &t);
+  if (p_.llc_per_die) llc_filled(agent, line, t.event != DirEvent::GetS);
+  if (!is_llc_agent(agent)) {
+    // Install in the tag arrays; a capacity victim is evicted.
+    PrivateCache& c = cache(agent);
+    auto victim = c.l2.insert(line, [&](Addr v) {
+      auto it = c.lines.find(v);
+      return v != line && it != c.lines.end() && !is_transient(it->second.state);
+    });
+    c.l1.insert(line, [](Addr) { return true; });
+    if (victim) {
+      c.l1.remove(*victim);
+      evict(agent, *victim);
+    }
   }
-  Tick unblock = icn_.send(cpu, home_ep, sim_.now());
+  Tick unblock = icn_.send(ep, t.dir_ep, sim_.now());
   sim_.schedule(unblock, shared_fill ? &Fabric::shared_fill_done_event : &Fabric::home_release_event, this, line);
+}
+
+Task<Fabric::HomeLine*> Fabric::reach_die_llc(Txn& t) {
+  const int die = agent_die(t.core);
+  const int l3 = icn_.llc_endpoint(die);
+  if (!is_llc_agent(t.core)) {  // (an L3's own request: it looked up its tags when the atomic arrived)
+    co_await sim_.delay(icn_.send(t.ep, l3, sim_.now()) - sim_.now());
+    co_await sim_.delay(p_.llc_tag_latency);
+  }
+  HomeLine& h = home_line(t.line);
+  if (!die_can_serve(h, t.line, die, t.core, t.event)) co_return nullptr;
+  const Tick queued_at = sim_.now();
+  co_await home_acquire(h, t.line, l3, t.event == DirEvent::GetS);
+  stats_of(t.line).wait += sim_.now() - queued_at;
+  if (die_can_serve(h, t.line, die, t.core, t.event)) {
+    t.dir_ep = l3;
+    co_return &h;
+  }
+  home_release(t.line);  // the die lost what it needed while the request waited
+  co_return nullptr;
+}
+
+bool Fabric::die_can_serve(const HomeLine& h, Addr line, int die, int agent, DirEvent event) const {
+  if (h.state == DirState::EM) return h.owner != agent && agent_die(h.owner) == die;  // forwarded in the die
+  if (h.state != DirState::S) return false;  // no cached copy: memory, through the home
+  const bool is_sharer = h.sharers.test(static_cast<std::size_t>(agent));
+  if (event != DirEvent::GetS)
+    for (std::size_t s = h.sharers._Find_first(); s < h.sharers.size(); s = h.sharers._Find_next(s))
+      if (agent_die(static_cast<int>(s)) != die) return false;  // copies in other dies to invalidate
+  // An upgrade needs no data; anything else reads the die's L3.
+  return (event == DirEvent::Upgrade && is_sharer) || llc_[static_cast<std::size_t>(die)].contains(line);
+}
+
+void Fabric::llc_filled(int agent, Addr line, bool exclusive) {
+  const int die = agent_die(agent);
+  if (exclusive)
+    for (int d = 0; d < static_cast<int>(llc_.size()); ++d)
+      if (d != die) llc_[static_cast<std::size_t>(d)].remove(line);
+  const int l3 = llc_agent(die);
+  auto victim = llc_[static_cast<std::size_t>(die)].insert(line, [&](Addr v) {
+    auto it = cache(l3).lines.find(v);
+    return v != line && (it == cache(l3).lines.end() || !is_transient(it->second.state));
+  });
+  // The L3's own copy of a victim goes back to its home; the cores' copies stay.
+  if (victim && cache(l3).lines.count(*victim) != 0) evict(l3, *victim);
+}
+
+topo::HopClass Fabric::hop_class_of(int ep_a, int ep_b) const {
+  if (ep_a < topo_.cpu_count() && ep_b < topo_.cpu_count()) return topo_.hop_class(ep_a, ep_b);
+  const Endpoint &a = icn_.endpoint(ep_a), &b = icn_.endpoint(ep_b);
+  if (a.die_global == b.die_global) return topo::HopClass::die;
+  if (a.socket == b.socket) return topo::HopClass::cross_die;
+  return topo::HopClass::socket;
 }
 
 void Fabric::evict(int core, Addr victim) {
@@ -140,7 +202,9 @@ void Fabric::evict(int core, Addr victim) {
     it->second.state = row->next;
   }
   // Not a daemon: a run ends only when every write-back has reached its home.
-  if (row->actions & ca_send_put) sim_.spawn(fmt::format("writeback core{}", core), put(core, victim));
+  if (row->actions & ca_send_put)
+    sim_.spawn(is_llc_agent(core) ? fmt::format("writeback l3.die{}", agent_die(core)) : fmt::format("writeback core{}", core),
+               put(core, victim));
   if (checking_) check_line(victim);
 }
 
@@ -179,6 +243,7 @@ Task<void> Fabric::device_write(int endpoint, Addr a, int size, std::uint64_t va
   run_directory(t, h);
   co_await sim_.delay(t.home_done - sim_.now());
   put_bytes(h.mem, a, size, value);
+  forget_in_llcs(line);
   if (checking_) {
     golden_[line] = h.mem;  // the home's memory is now the latest value
     if (write_observer_) write_observer_(a, size, value);
@@ -192,7 +257,11 @@ void Fabric::run_directory(Txn& t, HomeLine& h) {
   const Addr line = t.line;
   const int node = mem_.home_node(line);
   const int home_ep = icn_.home_endpoint(node);
-  const int home_die = icn_.endpoint(home_ep).die_global;
+  // Where the directory step runs: the home agent, or (a per-die LLC that
+  // serves its own die) the requester die's L3, which holds what it needs.
+  const int dir_ep = t.dir_ep >= 0 ? t.dir_ep : home_ep;
+  const bool in_die = dir_ep != home_ep;
+  const int dir_die = icn_.endpoint(dir_ep).die_global;
   const DirRow* row = dir_table_->find(h.state, t.event);
   if (row == nullptr) protocol_error("home directory of node", node, line, name(h.state), name(t.event));
   dir_table_->count(h.state, t.event);
@@ -203,21 +272,21 @@ void Fabric::run_directory(Txn& t, HomeLine& h) {
   if (t.core >= 0) ls.touched.set(static_cast<std::size_t>(t.core));
   else ++ls.device_accesses;
 
-  const Tick t0 = sim_.now() + p_.directory_latency;
+  const Tick t0 = sim_.now() + (in_die ? 0 : p_.directory_latency);  // the L3 looked its tags up on arrival
   Tick complete = t0 + 1;
   Tick home_ready = t0;
   Tick data_ready = t0;
   auto snoop_extra = [&](int core) {
-    return icn_.endpoint(core_cpu_[static_cast<std::size_t>(core)]).die_global != home_die ? p_.remote_die_snoop : 0;
+    return agent_die(core) != dir_die ? p_.remote_die_snoop : 0;
   };
 
   if (a & (da_inv_sharers | da_inv_sharers_home)) {
-    const int ack_to = (a & da_inv_sharers) ? t.ep : home_ep;
+    const int ack_to = (a & da_inv_sharers) ? t.ep : dir_ep;
     for (std::size_t s = h.sharers._Find_first(); s < h.sharers.size(); s = h.sharers._Find_next(s)) {
       const int core = static_cast<int>(s);
       if ((a & da_inv_sharers) && core == t.core) continue;
       const int ep = core_cpu_[s];
-      Tick arr = icn_.send(home_ep, ep, t0) + snoop_extra(core);
+      Tick arr = icn_.send(dir_ep, ep, t0) + snoop_extra(core);
       schedule_remote(t, core, CacheEvent::Inv, arr);
       Tick ack = icn_.send(ep, ack_to, arr);
       if (a & da_inv_sharers) complete = std::max(complete, ack);
@@ -230,7 +299,7 @@ void Fabric::run_directory(Txn& t, HomeLine& h) {
     const int owner = h.owner;
     if (owner < 0) protocol_error("home directory of node", node, line, "EM without owner", name(t.event));
     const int oep = core_cpu_[static_cast<std::size_t>(owner)];
-    Tick arr = icn_.send(home_ep, oep, t0) + snoop_extra(owner);
+    Tick arr = icn_.send(dir_ep, oep, t0) + snoop_extra(owner);
     CacheEvent ev = (a & da_fwd_gets)    ? CacheEvent::FwdGetS
                     : (a & da_fwd_getm)  ? CacheEvent::FwdGetM
                     : (a & da_fwd_inv)   ? CacheEvent::FwdInv
@@ -241,21 +310,33 @@ void Fabric::run_directory(Txn& t, HomeLine& h) {
     // later request's forward cannot overtake it (a device's ReadOnce releases
     // the home without waiting for the data).
     home_ready = std::max(home_ready, arr);
-    Tick resp = arr + p_.snoop_response;
+    // An L3 owner reads its data array, once its atomics on the line are done.
+    Tick resp = is_llc_agent(owner) ? std::max(arr + p_.llc.latency, owner_line_alu_busy(owner, line))
+                                    : arr + p_.snoop_response;
     if (a & da_fwd_inv) {
-      home_ready = std::max(home_ready, icn_.send(oep, home_ep, resp));
+      home_ready = std::max(home_ready, icn_.send(oep, dir_ep, resp));
     } else {
       const Tick delivered = icn_.send(oep, t.ep, resp);
       complete = std::max(complete, delivered);
-      if (t.core >= 0) ++ls.transfers[static_cast<std::size_t>(topo_.hop_class(oep, t.ep))];
+      if (t.core >= 0) ++ls.transfers[static_cast<std::size_t>(hop_class_of(oep, t.ep))];
       if (auto* tr = sim_.tracer()) tr->flow(mem_.describe(line), oep, resp, t.ep, delivered);
-      if (a & da_fwd_gets) icn_.send(oep, home_ep, resp);  // the writeback's occupancy
+      if (a & da_fwd_gets) icn_.send(oep, dir_ep, resp);  // the writeback's occupancy
     }
     t.response = (a & da_fwd_gets) ? CacheEvent::Data : CacheEvent::DataExcl;
   }
   if (a & da_read_memory) {
-    TagArray& llc = llc_[static_cast<std::size_t>(node)];
-    if (llc.touch(line)) {
+    if (p_.llc_per_die) {
+      // The die's L3 when it serves its own die; DRAM at the home otherwise
+      // (a die's L3 caches for its own cores, not for the home's requesters).
+      if (in_die) {
+        llc_[static_cast<std::size_t>(dir_die)].touch(line);
+        data_ready = t0 + p_.llc.latency;
+        ++stats_.llc_hits;
+      } else {
+        data_ready = t0 + p_.dram_latency;
+        ++stats_.dram_reads;
+      }
+    } else if (TagArray& llc = llc_[static_cast<std::size_t>(node)]; llc.touch(line)) {
       data_ready = t0 + p_.llc.latency;
       ++stats_.llc_hits;
     } else {
@@ -268,17 +349,17 @@ void Fabric::run_directory(Txn& t, HomeLine& h) {
   }
   if (a & da_write_back) {
     h.mem = t.data;
-    llc_[static_cast<std::size_t>(node)].insert(line, [](Addr) { return true; });
+    if (!p_.llc_per_die) llc_[static_cast<std::size_t>(node)].insert(line, [](Addr) { return true; });
   }
   if (a & (da_send_data | da_send_data_excl)) {
     t.data = h.mem;
     t.data_valid = true;
     t.response = (a & da_send_data) ? CacheEvent::Data : CacheEvent::DataExcl;
-    complete = std::max(complete, icn_.send(home_ep, t.ep, data_ready));
+    complete = std::max(complete, icn_.send(dir_ep, t.ep, data_ready));
   }
   if (a & da_send_grant) {
     t.response = CacheEvent::DataExcl;
-    complete = std::max(complete, icn_.send(home_ep, t.ep, t0));
+    complete = std::max(complete, icn_.send(dir_ep, t.ep, t0));
   }
   if ((a & da_send_data_device) && !(a & da_fwd_read_once)) {
     t.data = h.mem;

@@ -53,6 +53,8 @@ Interconnect::Interconnect(config::Reader r, const topo::Topology& topo, const s
     int die = topo.die_of_node(n);
     endpoints_.push_back({die / topo.dies_per_socket(), die, -1, -1, fmt::format("home{}", n)});
   }
+  for (int d = 0; d < topo.die_count(); ++d)
+    endpoints_.push_back({d / topo.dies_per_socket(), d, -1, -1, fmt::format("l3.die{}", d)});
   path_stride_ = endpoints_.size();
   paths_.assign(path_stride_ * path_stride_, Path{});
 }
@@ -213,6 +215,7 @@ Tick Interconnect::reserve(Link& l, Tick ready) {
 }
 
 Tick Interconnect::send(int a, int b, Tick at) {
+  if (a == b) return at;
   const Path& p = path(a, b);
   Tick t = at;
   for (const Step& s : p.steps) {

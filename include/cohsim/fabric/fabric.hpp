@@ -38,6 +38,17 @@ enum class RmwOp : std::uint8_t { swap, add, andnot, bit_or, bit_xor, cas };
 /// Applies op to `old`; returns the new value (for cas: `desired` if old == compare).
 std::uint64_t apply_rmw(RmwOp op, std::uint64_t old, std::uint64_t operand, std::uint64_t compare);
 
+/// Where an LSE (or x86 locked) atomic executes: in the requesting core's
+/// L1 after taking the line exclusive (near), in the last-level cache (llc:
+/// the requester die's L3 when the LLC sits per die, else the home's), or at
+/// the line's home agent.
+enum class AtomicPlace : std::uint8_t { near, llc, home };
+/// Instruction classes that may execute in different places: CAS, SWP,
+/// LD<op> (a result returned) and ST<op> (no result, posted like a store).
+enum class AtomicClass : std::uint8_t { cas, swp, ld_op, st_op, count };
+/// The class of an atomic doing `op`; `posted`: no result register (ST<op>).
+AtomicClass atomic_class(RmwOp op, bool posted);
+
 /// The fabric's platform parameters (sections "caches", "coherence", "memory").
 struct FabricParams {
   struct Level {
@@ -46,6 +57,11 @@ struct FabricParams {
     Tick latency = 0;
   };
   Level l1, l2, llc;
+  /// The LLC sits per die (the die's coherence point, holding lines of any
+  /// home; the home agent tracks dies) instead of memory-side at each home.
+  bool llc_per_die = false;
+  Tick llc_tag_latency = 0;     ///< per-die LLC: tag look-up that decides hit or miss
+  Tick llc_atomic_latency = 0;  ///< ALU time of one atomic executed in the LLC (atomics to a line serialize on it)
   Tick directory_latency = 0;    ///< home directory (snoop filter) lookup
   Tick shared_fill_interval = 0; ///< time between two GetS of a shared line entering the home
   Tick snoop_response = 0;       ///< owner cache: look-up and data read-out for a forward
@@ -53,7 +69,11 @@ struct FabricParams {
   Tick dram_latency = 0;         ///< DRAM access at the home memory controller
   std::uint64_t node_capacity = 0;
   std::string arbitration;       ///< arrival | nearest | random
-  bool atomics_far = false;      ///< atomics execute at the home (far) instead of the requester
+  std::array<AtomicPlace, static_cast<std::size_t>(AtomicClass::count)> atomics{};  ///< per AtomicClass
+  /// Where an atomic doing `op` executes (`posted`: ST<op>, no result).
+  AtomicPlace atomic_place(RmwOp op, bool posted) const {
+    return atomics[static_cast<std::size_t>(atomic_class(op, posted))];
+  }
   /// Reads the sections; throws ConfigError.
   FabricParams(config::Reader caches, config::Reader coherence, config::Reader memory);
 };
@@ -73,6 +93,7 @@ struct LineStats {
 struct FabricStats {
   std::uint64_t hits = 0, misses = 0, upgrades = 0, transactions = 0, evictions = 0, writebacks = 0;
   std::uint64_t invalidations = 0, forwards = 0, llc_hits = 0, dram_reads = 0;
+  std::uint64_t llc_atomics = 0;  ///< atomics executed in a die's L3
   std::uint64_t checks = 0;
 };
 
@@ -96,9 +117,18 @@ class Fabric {
   Tick& core_atomic_busy(int cpu) { return core_atomic_busy_[static_cast<std::size_t>(core_of(cpu))]; }
   /// True when `cpu`'s core holds `line` readable (or writable).
   bool holds(int cpu, Addr line, bool for_write) const;
+  /// An atomic executed away from the core, where params().atomic_place says
+  /// (not near); returns the old value once the result is back at `cpu`.
+  sim::Task<std::uint64_t> atomic_far(int cpu, Addr a, int size, RmwOp op, std::uint64_t operand,
+                                      std::uint64_t compare, bool posted);
   /// A far atomic: performed at the line's home; returns the old value.
   sim::Task<std::uint64_t> atomic_at_home(int cpu, Addr a, int size, RmwOp op, std::uint64_t operand,
                                           std::uint64_t compare);
+  /// An atomic executed in the L3 of `cpu`'s die (a per-die LLC): the L3
+  /// takes the line exclusive from every other holder (the requester's own
+  /// core included), then operates on it; returns the old value.
+  sim::Task<std::uint64_t> atomic_in_llc(int cpu, Addr a, int size, RmwOp op, std::uint64_t operand,
+                                         std::uint64_t compare);
   /// Suspends until `cpu`'s copy of `line` is invalidated or evicted (returns
   /// at once if it holds none), or until `deadline`.
   sim::Task<void> wait_for_loss(int cpu, Addr line, Tick deadline, std::string_view what);
@@ -148,12 +178,37 @@ class Fabric {
   friend struct RemoteMsg;
 
   int core_of(int cpu) const;
+  /// Caching agents: the cores, then (with a per-die LLC) one L3 per die.
+  int agent_count() const { return static_cast<int>(caches_.size()); }
+  bool is_llc_agent(int agent) const { return agent >= topo_.core_count(); }
+  int llc_agent(int die) const { return topo_.core_count() + die; }
+  int agent_die(int agent) const { return agent_die_[static_cast<std::size_t>(agent)]; }
+  /// The agent's endpoint: a core's first CPU, or the L3's stop.
+  int agent_endpoint(int agent) const { return core_cpu_[static_cast<std::size_t>(agent)]; }
   PrivateCache& cache(int core) { return *caches_[static_cast<std::size_t>(core)]; }
   const PrivateCache& cache(int core) const { return *caches_[static_cast<std::size_t>(core)]; }
   HomeLine& home_line(Addr line);
   LineStats& stats_of(Addr line) { return line_stats_[line]; }
 
-  sim::Task<void> request(int core, int cpu, Addr line, DirEvent kind);
+  /// Makes `line` present at `agent` (writable if asked); returns the hit
+  /// latency still to charge (0 after a miss).
+  sim::Task<Tick> obtain(int agent, int ep, Addr line, bool for_write);
+  sim::Task<void> request(int agent, int ep, Addr line, DirEvent kind);
+  /// A per-die LLC: the request reaches its die's L3; returns the home line,
+  /// held, when the die can serve it, else nullptr (on to the home).
+  sim::Task<HomeLine*> reach_die_llc(Txn& t);
+  /// True when `die` alone can serve `event` by `agent` (no copy it needs
+  /// outside the die, and the die has the data).
+  bool die_can_serve(const HomeLine& h, Addr line, int die, int agent, DirEvent event) const;
+  /// The die of `agent` got `line` (`exclusive`: other dies' copies are gone).
+  void llc_filled(int agent, Addr line, bool exclusive);
+  bool holds_writable(int agent, Addr line) const;
+  /// When an L3 agent's atomics on `line` are done (it answers snoops then).
+  Tick owner_line_alu_busy(int agent, Addr line) const;
+  /// A write at the home (device, far atomic): no die's L3 holds the line any more.
+  void forget_in_llcs(Addr line);
+  /// Hop class between two endpoints (CPUs, homes, L3s), for statistics.
+  topo::HopClass hop_class_of(int ep_a, int ep_b) const;
   sim::Task<void> put(int core, Addr line);
   sim::Task<void> home_acquire(HomeLine& h, Addr line, int requester_ep, bool gets);
   /// Carries a request from endpoint `ep` to `line`'s home and waits for its
@@ -195,13 +250,14 @@ class Fabric {
   std::vector<int> core_cpu_;  ///< a CPU endpoint per core (its first thread)
   std::vector<std::vector<int>> cpus_of_core_;
   std::vector<Tick> core_atomic_busy_;
+  std::vector<int> agent_die_;  ///< per agent
   struct Monitor {
     Addr line = ~Addr{0};
     bool valid = false;
   };
   std::vector<Monitor> monitors_;  ///< per CPU
   std::unordered_map<Addr, std::unique_ptr<HomeLine>> homes_;
-  std::vector<TagArray> llc_;  ///< memory-side LLC tags per home node
+  std::vector<TagArray> llc_;  ///< LLC tags: per home node (memory-side) or per die
   std::unordered_map<Addr, LineData> golden_;
   std::unordered_map<Addr, LineStats> line_stats_;
   FabricStats stats_;

@@ -65,9 +65,11 @@ class Interconnect {
   /// `sim` tells the current time, before which bookings are forgotten.
   Interconnect(config::Reader r, const topo::Topology& topo, const sim::Simulator& sim);
 
-  /// Endpoint ids: CPUs first (id == cpu number), then homes, then devices.
+  /// Endpoint ids: CPUs first (id == cpu number), then homes, then dies' L3s, then devices.
   int cpu_endpoint(int cpu) const { return cpu; }
   int home_endpoint(int node) const { return topo_.cpu_count() + node; }
+  /// The L3 of a die (a per-die LLC), at its die network's stop 0 with the home agent.
+  int llc_endpoint(int die) const { return topo_.cpu_count() + topo_.node_count() + die; }
   /// Adds a device on `socket`'s gateway die; returns its endpoint id.
   int add_device(const std::string& name, int socket);
   const Endpoint& endpoint(int id) const { return endpoints_.at(static_cast<std::size_t>(id)); }
@@ -89,7 +91,7 @@ class Interconnect {
   /// The path from endpoint a to b (cached).
   const Path& path(int a, int b);
   /// Sends one message leaving `a` at time `at` (not before now); returns its
-  /// arrival time at `b`, after booking on each link on the way the earliest
+  /// arrival time at `b` (`at` itself when a == b), after booking on each link on the way the earliest
   /// free slot of the class occupancy at or after the time it gets there.
   Tick send(int a, int b, Tick at);
   /// Unloaded latency between two endpoints.
