@@ -10,6 +10,7 @@
 #include "cohsim/scenario/machine.hpp"
 #include "cohsim/scenario/scenario.hpp"
 #include "models/kernel/smp_call.hpp"
+#include "test_support.hpp"
 
 using namespace cohsim;
 using models::kernel::IpiBarrier;
@@ -31,12 +32,12 @@ std::vector<cpu::Cpu*> all_cpus(scenario::Machine& m) {
 /// A Kunpeng 920 with its GIC; `entries` records (cpu, time) of each SGI handler run.
 struct Rig {
   config::Registry registry;
-  scenario::Machine m{scenario::load_platform(kPlatform), 1, registry};
+  scenario::Machine m;
   irq::Gicv3 gic{*m.gic_params(), m.interconnect(), all_cpus(m)};
   std::vector<std::pair<int, Tick>> entries;
   Tick handler_work = 0;
 
-  Rig() {
+  explicit Rig(const scenario::PlatformDoc& platform = scenario::load_platform(kPlatform)) : m(platform, 1, registry) {
     gic.set_sgi_handler(kTestSgi, [this](cpu::Cpu& c) -> Task<void> {
       entries.emplace_back(c.id(), m.sim().now());
       if (handler_work > 0) co_await c.compute(handler_work);
@@ -273,7 +274,9 @@ namespace {
 /// the message. Returns how many handlers read the message from before the
 /// store: it was still buffered when the SGI arrived.
 int stale_handler_reads(IpiBarrier b, int first_owner, int owners, int sends) {
-  Rig r;
+  // The flat fabric: the contenders' LDADDs move the line between their cores
+  // (with atomics in the L3 the line stays in one L3 and the window closes).
+  Rig r(scenario::PlatformDoc{test::platform_json(), kPlatform});
   r.gic.set_send_barrier(b);
   const fabric::Addr slow = r.m.memory().alloc(0, 64, 64, "test.slow");
   const fabric::Addr message = r.m.memory().alloc(0, 64, 64, "test.message");

@@ -54,7 +54,7 @@ std::string same_cluster_file(const TempDir& dir, const std::function<void(json&
 
 TEST_CASE("a calibrated parameter's range keeps its row within tolerance at both ends and takes it out just beyond",
           "[sensitivity]") {
-  const std::string param = "platform.coherence.directory_latency";
+  const std::string param = "platform.caches.llc.atomic_latency";
   const auto p = provenance_of(kC2c, param);
   REQUIRE(p.calibration_rows() == std::vector<std::string>{"kp920.c2c.same-cluster"});
   auto s = scenario::load_scenario(kC2c, "", {});
@@ -62,21 +62,21 @@ TEST_CASE("a calibrated parameter's range keeps its row within tolerance at both
   REQUIRE(r.rows == std::vector<std::string>{"kp920.c2c.same-cluster"});
   REQUIRE(!r.low_outside.is_null());
   REQUIRE(!r.high_outside.is_null());
-  CHECK(ns_of(r.low) < 15.7);
-  CHECK(ns_of(r.high) > 15.7);
+  CHECK(ns_of(r.low) < 24.5);
+  CHECK(ns_of(r.high) > 24.5);
   CHECK(same_cluster_holds(param, r.low));
   CHECK(same_cluster_holds(param, r.high));
   CHECK_FALSE(same_cluster_holds(param, r.low_outside));
   CHECK_FALSE(same_cluster_holds(param, r.high_outside));
-  // "just beyond": the search narrows each end to 1% of the nominal 15.7 ns
-  CHECK(ns_of(r.low) - ns_of(r.low_outside) <= 0.157 + 0.001);
-  CHECK(ns_of(r.high_outside) - ns_of(r.high) <= 0.157 + 0.001);
+  // "just beyond": the search narrows each end to 1% of the nominal 24.5 ns
+  CHECK(ns_of(r.low) - ns_of(r.low_outside) <= 0.245 + 0.001);
+  CHECK(ns_of(r.high_outside) - ns_of(r.high) <= 0.245 + 0.001);
 }
 
 TEST_CASE("a calibrated parameter stops at its declared bound where its row still holds and says so", "[sensitivity]") {
   TempDir dir;
   const std::string cal = same_cluster_file(dir, [](json& row) { row["tolerance_pct"] = 1000.0; });
-  const auto p = provenance_of(kC2c, "platform.coherence.directory_latency");
+  const auto p = provenance_of(kC2c, "platform.caches.llc.atomic_latency");
   auto s = scenario::load_scenario(kC2c, "", {});
   const auto r = cli::calibrated_range(p, s.platform.file, {cal, {}});
   CHECK(r.low == "0ns");  // a time's bound: it cannot be negative
@@ -88,7 +88,7 @@ TEST_CASE("a calibrated parameter stops at its declared bound where its row stil
 TEST_CASE("a calibrated parameter whose row misses at the nominal value is not varied", "[sensitivity]") {
   TempDir dir;
   const std::string cal = same_cluster_file(dir, [](json& row) { row["measured"] = 69.0; });
-  const auto p = provenance_of(kC2c, "platform.coherence.directory_latency");
+  const auto p = provenance_of(kC2c, "platform.caches.llc.atomic_latency");
   auto s = scenario::load_scenario(kC2c, "", {});
   const auto r = cli::calibrated_range(p, s.platform.file, {cal, {}});
   CHECK(r.low.is_null());
@@ -219,7 +219,7 @@ TEST_CASE("calibrated ranges are written to the output and an earlier output's r
     CHECK(y["high"] == x["high"]);
     CHECK_THAT(y["note"].get<std::string>(), Catch::Contains("reused from " + first));
   }
-  CHECK(varied == 2);  // interconnect.cluster.latency and coherence.directory_latency
+  CHECK(varied == 1);  // caches.llc.atomic_latency
 }
 
 TEST_CASE("sensitivity options without a study or with a negative count are refused with exit 2", "[sensitivity][cli]") {

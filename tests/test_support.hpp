@@ -32,8 +32,19 @@ using sim::Tick;
 inline std::string source_path(const std::string& rel) { return std::string(COHSIM_SOURCE_DIR) + "/" + rel; }
 
 /// A shipped platform's JSON (includes resolved).
-inline json platform_json(const std::string& name = "kunpeng920") {
+inline json platform_json_as_shipped(const std::string& name = "kunpeng920") {
   return config::load_json_file(source_path("configs/platforms/" + name + ".json"));
+}
+
+/// The platform with the flat fabric: a memory-side LLC at each home and
+/// atomics executed in the core. The unit tests of the core and the protocol
+/// run on it (Kunpeng's topology and timing); the per-die L3 and L3-executed
+/// atomics have their own tests (llc_atomics_test.cpp).
+inline json platform_json(const std::string& name = "kunpeng920") {
+  json doc = platform_json_as_shipped(name);
+  doc["caches"]["llc"].erase("placement");
+  doc["coherence"]["atomics"] = {{"cas", "near"}, {"swp", "near"}, {"ld_op", "near"}, {"st_op", "near"}};
+  return doc;
 }
 
 /// Sets the value at dotted `path`, keeping a {value, source} leaf's form.

@@ -77,19 +77,26 @@ Task<std::uint64_t> Fabric::atomic_in_llc(int cpu, Addr a, int size, RmwOp op, s
   const Addr line = line_of(a);
   const int agent = llc_agent(agent_die(core_of(cpu)));
   const int l3 = agent_endpoint(agent);
+  // Through the core's private levels (its own copy, if any, is the L3's to
+  // take), over the die network, then the L3's tag look-up.
+  co_await sim_.delay(p_.l2.latency);
   co_await sim_.delay(icn_.send(cpu, l3, sim_.now()) - sim_.now());
   co_await sim_.delay(p_.llc_tag_latency);
   // The L3 takes the line exclusive (every core's copy invalidated, the
   // requester's too); a line snooped away before the atomic ran is taken again.
   while (!holds_writable(agent, line)) co_await obtain(agent, l3, line, /*for_write=*/true);
   CacheLine& cl = cache(agent).lines.at(line);
-  // Atomics on one line run one at a time on the L3's ALU. The value changes
-  // now, in this atomic's place in the line's order; a snoop waits for the
-  // ALU (owner_line_alu_busy), so nobody sees the line between the two.
+  // Atomics on one line run one at a time: data array read, then the ALU,
+  // the line held meanwhile. The value changes now, in this atomic's place in
+  // the line's order; a snoop waits until the write (owner_line_alu_busy), so
+  // nobody sees the line between the read and the write.
   const Tick start = std::max(sim_.now(), cl.alu_busy);
-  cl.alu_busy = start + p_.llc_atomic_latency;
+  cl.alu_busy = start + p_.llc.latency + p_.llc_atomic_latency;
   const Tick done = cl.alu_busy;
   ++stats_.llc_atomics;
+  LineStats& ls = stats_of(line);
+  ++ls.llc_atomics;
+  ls.touched.set(static_cast<std::size_t>(core_of(cpu)));
   const std::uint64_t old = get_bytes(cl.data, a, size);
   if (checking_) check_value(a, size, old);
   const std::uint64_t next = apply_rmw(op, old, operand, compare) & size_mask(size);

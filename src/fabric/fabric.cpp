@@ -99,7 +99,9 @@ Fabric::Fabric(const FabricParams& p, sim::Simulator& sim, Interconnect& icn, Me
     // One L3 agent per die: it caches lines for atomics executed there; its
     // capacity is the die's LLC tags (llc_), so its private tag arrays stay empty.
     for (int d = 0; d < topo_.die_count(); ++d) {
-      caches_.push_back(std::make_unique<PrivateCache>());
+      auto l3 = std::make_unique<PrivateCache>();
+      l3->l1 = l3->l2 = TagArray(kLineBytes, 1);  // unused: the die's tags in llc_ hold its capacity
+      caches_.push_back(std::move(l3));
       core_cpu_.push_back(icn_.llc_endpoint(d));
       cpus_of_core_.emplace_back();
       agent_die_.push_back(d);

@@ -311,7 +311,7 @@ void Fabric::run_directory(Txn& t, HomeLine& h) {
     // the home without waiting for the data).
     home_ready = std::max(home_ready, arr);
     // An L3 owner reads its data array, once its atomics on the line are done.
-    Tick resp = is_llc_agent(owner) ? std::max(arr + p_.llc.latency, owner_line_alu_busy(owner, line))
+    Tick resp = is_llc_agent(owner) ? std::max(arr, owner_line_alu_busy(owner, line)) + p_.llc.latency
                                     : arr + p_.snoop_response;
     if (a & da_fwd_inv) {
       home_ready = std::max(home_ready, icn_.send(oep, dir_ep, resp));

@@ -157,7 +157,7 @@ void add_contention_report(Results& r, Machine& m, std::size_t n) {
   std::vector<std::pair<fabric::Addr, const fabric::LineStats*>> lines;
   for (const auto& [line, ls] : stats) lines.emplace_back(line, &ls);
   auto weight = [](const fabric::LineStats& s) {
-    std::uint64_t t = s.invalidations + s.device_accesses;
+    std::uint64_t t = s.invalidations + s.device_accesses + s.llc_atomics;
     for (auto x : s.transfers) t += x;
     return t;
   };
@@ -174,7 +174,7 @@ void add_contention_report(Results& r, Machine& m, std::size_t n) {
       if (s->transfers[static_cast<std::size_t>(c)] > 0)
         transfers[topo::hop_class_name(static_cast<topo::HopClass>(c))] = s->transfers[static_cast<std::size_t>(c)];
     std::vector<int> cpus;
-    for (int core = 0; core < fabric::kMaxCores; ++core)
+    for (int core = 0; core < m.topology().core_count(); ++core)  // (the dies' L3s are not cores)
       if (s->touched.test(static_cast<std::size_t>(core))) cpus.push_back(core);
     out.push_back({{"line", fmt::format("{:#x}", line)},
                    {"symbol", m.memory().describe(line)},
@@ -183,6 +183,7 @@ void add_contention_report(Results& r, Machine& m, std::size_t n) {
                    {"invalidations", s->invalidations},
                    {"memory_reads", s->memory_reads},
                    {"device_accesses", s->device_accesses},
+                   {"llc_atomics", s->llc_atomics},
                    {"requests", s->requests},
                    {"wait_ns", sim::to_ns(s->wait)},
                    {"cores", cpus}});

@@ -85,6 +85,7 @@ struct LineStats {
   std::uint64_t invalidations = 0;
   std::uint64_t requests = 0;
   std::uint64_t device_accesses = 0;
+  std::uint64_t llc_atomics = 0;  ///< atomics executed on it in a die's L3
   Tick wait = 0;  ///< time requests waited at the home for the line
   CoreSet touched;
 };
