@@ -26,6 +26,12 @@ DEFAULT_COHSIM = "build/release/cohsim"
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
+
+class InputError(Exception):
+    """Input a script cannot use (unreadable, malformed, missing a tool): its
+    message says what; the scripts exit 2 with it."""
+
+
 FIXED_COLUMNS = ["scenario", "variant", "seed"]
 STATUS_COLUMN = "status"
 PARAM_PREFIX = "param."

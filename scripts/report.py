@@ -4,6 +4,8 @@ a self-contained HTML report (plots inline) and PNG + SVG plots.
 
   scripts/report.py sweep-out/x/results.csv --out DIR [--baseline V] [--title T]
   scripts/report.py --from-json DIR/compare.json --out DIR     (cohsim compare --report)
+  scripts/report.py --from-validate DIR/validate.json --out DIR (cohsim validate --report;
+                    the parity and error plots and report.html: report_validate.py)
 
 From a sweep CSV it also reads sweep.json and points/*.json beside the CSV, when
 present, for the grid labels, the platform, contended lines and phases.
@@ -27,8 +29,7 @@ import cohsim_results as cr  # noqa: E402
 TOP_LINES = 5
 
 
-class InputError(Exception):
-    pass
+InputError = cr.InputError  # one class, shared with report_validate.py
 
 
 # ------------------------------------------------------------ loading ---
@@ -183,11 +184,11 @@ def _plt():
     return plt
 
 
-def _save(plt, fig, out_dir, stem, caption, plots):
+def _save(plt, fig, out_dir, stem, caption, plots, dpi=None):
     fig.tight_layout()
     for ext in ("png", "svg"):
         fig.savefig(str(out_dir / ("%s.%s" % (stem, ext))), format=ext, bbox_inches="tight",
-                    metadata={"Date": None} if ext == "svg" else None)
+                    metadata={"Date": None} if ext == "svg" else None, dpi=dpi or "figure")
     plt.close(fig)
     plots.append((stem + ".png", caption))
 
@@ -413,9 +414,21 @@ CSS = ("body{font-family:sans-serif;max-width:60em;margin:2em auto;color:#222}"
        "tabular-nums}code{background:#f4f4f4}figure{margin:1em 0}img{max-width:100%}")
 
 
+def _figures(plots, out_dir):
+    """The plots as <figure>s with the PNG inline, so the page needs no other file."""
+    out = []
+    for name, caption in plots:
+        data = base64.b64encode((out_dir / name).read_bytes()).decode()
+        out.append('<figure><img alt="%s" src="data:image/png;base64,%s"><figcaption>%s'
+                   "</figcaption></figure>" % (html.escape(caption), data, html.escape(caption)))
+    return out
+
+
 def to_html(blocks, plots, out_dir, title):
+    """The page: blocks in order, the plots where a ("figures",) block stands, else at the end."""
     out = ["<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>%s</title>"
            "<style>%s</style></head><body>" % (html.escape(title), CSS)]
+    placed = False
     for b in blocks:
         if b[0] in ("h1", "h2"):
             out.append("<%s>%s</%s>" % (b[0], _inline(b[1]), b[0]))
@@ -423,6 +436,11 @@ def to_html(blocks, plots, out_dir, title):
             out.append("<p>%s</p>" % _inline(b[1]))
         elif b[0] == "ul":
             out.append("<ul>%s</ul>" % "".join("<li>%s</li>" % _inline(i) for i in b[1]))
+        elif b[0] == "pre":
+            out.append("<pre>%s</pre>" % html.escape(b[1]))
+        elif b[0] == "figures":
+            out.extend(_figures(plots, out_dir))
+            placed = True
         elif b[0] == "table":
             headers, rows, aligns = b[1:]
             out.append("<table><tr>%s</tr>%s</table>" % (
@@ -430,12 +448,9 @@ def to_html(blocks, plots, out_dir, title):
                 "".join("<tr>%s</tr>" % "".join(
                     "<td%s>%s</td>" % (' class="r"' if a == "r" else "", _inline(str(c)))
                     for c, a in zip(r, aligns)) for r in rows)))
-    if plots:
+    if plots and not placed:
         out.append("<h2>Plots</h2>")
-    for name, caption in plots:
-        data = base64.b64encode((out_dir / name).read_bytes()).decode()
-        out.append('<figure><img alt="%s" src="data:image/png;base64,%s"><figcaption>%s'
-                   "</figcaption></figure>" % (html.escape(caption), data, html.escape(caption)))
+        out.extend(_figures(plots, out_dir))
     out.append("</body></html>\n")
     return "\n".join(out)
 
@@ -636,26 +651,34 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="Markdown/HTML/PNG/SVG report from cohsim results.")
     ap.add_argument("csv", nargs="?", help="results.csv written by scripts/sweep.py")
     ap.add_argument("--from-json", metavar="FILE", help="compare.json written by cohsim compare")
+    ap.add_argument("--from-validate", metavar="FILE",
+                    help="validate.json written by cohsim validate --report (report.md beside it)")
     ap.add_argument("--out", metavar="DIR",
                     help="output directory (default: report/ beside the input)")
     ap.add_argument("--baseline", metavar="VARIANT",
                     help="variant to compare against (default: compare.json's, else the first)")
     ap.add_argument("--title", metavar="T", help="report title")
+    ap.add_argument("--quiet", action="store_true",
+                    help="print nothing on success (cohsim, which stages the files, says where they went)")
     args = ap.parse_args(argv)
-    if bool(args.csv) == bool(args.from_json):
-        ap.error("give either SWEEP.csv or --from-json FILE")
-    src = Path(args.csv or args.from_json)
+    if sum(bool(a) for a in (args.csv, args.from_json, args.from_validate)) != 1:
+        ap.error("give one of SWEEP.csv, --from-json FILE or --from-validate FILE")
+    src = Path(args.csv or args.from_json or args.from_validate)
     out = Path(args.out) if args.out else src.parent / "report"
     try:
-        if args.csv:
+        if args.from_validate:
+            import report_validate
+            res = report_validate.report_from_validate_json(src, out, args.title)
+        elif args.csv:
             res = report_from_csv(src, out, args.baseline, args.title)
         else:
             res = report_from_compare_json(src, out, args.baseline, args.title)
     except InputError as e:
         sys.stderr.write("report.py: error: %s\n" % e)
         return 2
-    sys.stderr.write("wrote %s, %s and %d plot(s) (PNG + SVG) in %s\n"
-                     % (res["md"].name, res["html"].name, len(res["plots"]), out))
+    if not args.quiet:
+        sys.stderr.write("wrote %s, %s and %d plot(s) (PNG + SVG) in %s\n"
+                         % (res["md"].name, res["html"].name, len(res["plots"]), out))
     return 0
 
 

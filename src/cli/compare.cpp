@@ -2,12 +2,11 @@
 // uncertain input at the two ends of its range (sensitivity.cpp).
 #include <boost/program_options.hpp>
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
 
 #include "cli.hpp"
+#include "report_output.hpp"
 #include "sensitivity.hpp"
 
 namespace cohsim::cli {
@@ -135,16 +134,11 @@ void print_table(const std::vector<RunOutput>& runs) {
 int write_outputs(const CompareOptions& o, json doc) {
   if (!o.json_out.empty()) write_file_atomically(o.json_out, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (o.report_dir.empty()) return kOk;
-  std::filesystem::create_directories(o.report_dir);
-  const std::string cj = o.report_dir + "/compare.json";
+  ReportStaging report(o.report_dir);
+  const std::string cj = report.path("compare.json");
   write_file_atomically(cj, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-  std::string cmd = fmt::format("/usr/bin/python3 '{}/scripts/report.py' --from-json '{}' --out '{}'", source_dir(), cj,
-                                o.report_dir);
-  int rc = std::system(cmd.c_str());
-  if (rc != 0) {
-    std::cerr << "cohsim: the report script failed (" << cmd << ")\n";
-    return kCheckFailed;
-  }
+  if (!run_report_script({"--quiet", "--from-json", cj, "--out", report.staging_dir()})) return kCheckFailed;
+  report.commit();
   if (!o.quiet) std::cout << "report: " << o.report_dir << "/report.md and report.html\n";
   return kOk;
 }

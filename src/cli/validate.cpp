@@ -17,6 +17,7 @@
 
 #include "calibration.hpp"
 #include "cli.hpp"
+#include "validate_report.hpp"
 
 namespace cohsim::cli {
 
@@ -27,15 +28,6 @@ namespace {
 
 /// How far (percent) the prediction of a row that holds may move from its expected value.
 constexpr double kRegressionTolerancePct = 1.0;
-
-/// What validate concluded about one row.
-struct Verdict {
-  std::string status;  ///< ok | known miss | MISS | NOW FITS | MOVED | ERROR
-  double predicted = NAN, error_pct = NAN, expected = NAN, moved_pct = NAN;
-  std::string kind;               ///< fitted | predicted | unknown (no run to tell)
-  std::vector<std::string> pins;  ///< the platform parameters fitted to this row; empty: the row is a prediction
-  std::string note;               ///< why, for every status but ok
-};
 
 /// The "about" of the known-miss file, written by --write-expected.
 constexpr const char* kKnownMissesAbout =
@@ -231,12 +223,15 @@ void write_expected(const std::vector<const CalibrationRow*>& selected, Predicto
 
 int cmd_validate(const std::vector<std::string>& args) {
   const std::string default_calibration = source_dir() + "/data/calibration.json";
-  std::string only, row_id, json_out, calibration = default_calibration, known_file, expected_file;
+  std::string only, row_id, json_out, report_dir, calibration = default_calibration, known_file, expected_file;
   bool quiet = false, write = false;
   po::options_description d("cohsim validate [options]");
   d.add_options()("help,h", "this help")("only", po::value(&only), "run only rows whose id starts with PREFIX")(
       "row", po::value(&row_id), "run only the row ID (and, for a derived row, the rows it is computed from)")(
       "json", po::value(&json_out), "write the table as JSON to FILE")(
+      "report", po::value(&report_dir),
+      "also write DIR/report.md and a self-contained DIR/report.html (parity plot, error per row, the parameters "
+      "each row pins; docs/validation.md); the exit code is the same")(
       "calibration", po::value(&calibration), "calibration rows (default: data/calibration.json)")(
       "known-misses", po::value(&known_file),
       "rows known to miss, id -> reason (default: known-misses.json beside the calibration file)")(
@@ -262,7 +257,10 @@ int cmd_validate(const std::vector<std::string>& args) {
            "              run `cohsim validate --write-expected`\n"
            "  ERROR       cannot be judged: the scenario, the metric or a derived row's part is missing, the\n"
            "              run failed, or the row lacks its expected prediction or its known-miss reason\n"
-           "Exit 1 if any row is MISS, NOW FITS, MOVED or ERROR; 2 for a malformed file or option.\n\n"
+           "Exit 1 if any row is MISS, NOW FITS, MOVED or ERROR; 2 for a malformed file or option, or a --report\n"
+           "DIR that is a file or cannot be written (found before any row runs). --report does not change the exit\n"
+           "code; only a failure of its plotting script (scripts/report.py) makes it 1, and then no report is\n"
+           "left in DIR.\n\n"
         << d << "\n";
     return kOk;
   }
@@ -275,6 +273,8 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (!known_file.empty()) j.regenerate += " --known-misses " + known_file;
   if (!expected_file.empty()) j.regenerate += " --expected " + expected_file;
   const std::vector<CalibrationRow> rows = read_calibration(calibration);
+  std::optional<ReportStaging> report;  // a bad DIR fails now, before the rows run
+  if (!report_dir.empty()) report.emplace(report_dir);
   j.known_misses = read_known_misses(j.known_misses_file);
   j.expected = read_expected(j.expected_file);
 
@@ -317,10 +317,12 @@ int cmd_validate(const std::vector<std::string>& args) {
 
   std::map<std::string, int> count;
   json out = json::array();
+  ValidationReport shown;
   for (const CalibrationRow* r : selected) {
     const Verdict v = judge(*r, predictor.predict(r->id), j);
     ++count[v.status];
     out.push_back(row_json(*r, v));
+    if (report) shown.rows.push_back({r, v, row_platform_file(r->id, predictor)});
     if (!quiet) {
       std::cout << row_line(*r, v);
       std::cout.flush();
@@ -339,14 +341,24 @@ int cmd_validate(const std::vector<std::string>& args) {
       for (const auto& [id, value] : *j.expected)
         if (predictor.find(id) == nullptr) stale(j.expected_file, id);
   }
-  std::cout << fmt::format("validate: {} ok, {} known misses, {} missed, {} moved, {} now fit, {} errors\n",
-                           count["ok"], count["known miss"], count["MISS"], count["MOVED"], count["NOW FITS"],
-                           count["ERROR"]);
+  const std::string summary =
+      fmt::format("validate: {} ok, {} known misses, {} missed, {} moved, {} now fit, {} errors", count["ok"],
+                  count["known miss"], count["MISS"], count["MOVED"], count["NOW FITS"], count["ERROR"]);
+  std::cout << summary << "\n";
   if (!json_out.empty())
     write_file_atomically(json_out,
                           json{{"rows", out}}.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   const int failed = count["MISS"] + count["MOVED"] + count["NOW FITS"] + count["ERROR"];
-  return failed > 0 ? kCheckFailed : kOk;
+  const int exit_code = failed > 0 ? kCheckFailed : kOk;
+  if (!report) return exit_code;
+  for (const auto& r : rows) shown.calibration_rows.push_back(r.id);
+  shown.calibration_file = calibration == default_calibration ? "data/calibration.json" : calibration;
+  shown.selection = !row_id.empty() ? "--row " + row_id : only.empty() ? "" : "--only " + only;
+  shown.summary = summary;
+  shown.exit_code = exit_code;
+  if (!write_validation_report(*report, shown)) return kCheckFailed;
+  if (!quiet) std::cout << fmt::format("report: {}/report.md and report.html\n", report_dir);
+  return exit_code;
 }
 
 }  // namespace cohsim::cli

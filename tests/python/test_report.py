@@ -184,5 +184,42 @@ class CompareReportTest(ReportCase):
             report.build_report(report.load_compare({"runs": []}), self.tmp / "y")
 
 
+@NEED_MPL
+class ValidateReportTest(ReportCase):
+    """scripts/report.py --from-validate: what cohsim validate --report runs."""
+
+    def row(self, row_id, status, measured, predicted, tol=10, bound=""):
+        error = None if predicted is None else 100.0 * (predicted - measured) / measured
+        return {"id": row_id, "platform": "p", "status": status, "measured": measured, "predicted": predicted,
+                "error_pct": error, "tolerance_pct": tol, "bound": bound, "unit": "ns", "pins": [], "note": ""}
+
+    def test_every_kind_of_row_is_plotted_or_named_and_the_page_is_self_contained(self):
+        rows = [self.row("t.ok", "ok", 34.5, 35.0), self.row("t.miss", "MISS", 20.0, 35.0),
+                self.row("t.known", "known miss", 60.0, 35.0), self.row("t.bound", "ok", 30.0, 35.0, 0, "at_least"),
+                self.row("t.delta", "MISS", 5.0, -2.0), self.row("t.error", "ERROR", 10.0, None)]
+        (self.tmp / "validate.json").write_text(json.dumps({"summary": "validate: 2 ok", "rows": rows}))
+        (self.tmp / "report.md").write_text("# the table <of rows>\n")
+        out = subprocess.run([sys.executable, str(SCRIPTS / "report.py"), "--quiet", "--from-validate",
+                              str(self.tmp / "validate.json"), "--out", str(self.tmp)],
+                             capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stderr, "")
+        for name in ("parity.png", "parity.svg", "errors.png", "errors.svg"):
+            self.assertTrue((self.tmp / name).stat().st_size > 0, name)
+        page = (self.tmp / "report.html").read_text()
+        self.assertEqual(page.count('src="data:image/png;base64,'), 2)
+        self.assertNotIn('src="parity', page)
+        self.assertIn("&lt;of rows&gt;", page)  # report.md's text, escaped
+        self.assertIn("Not shown (no positive prediction): t.delta, t.error.", page)
+
+    def test_a_validate_json_without_rows_is_bad_input(self):
+        (self.tmp / "validate.json").write_text(json.dumps({"rows": []}))
+        out = subprocess.run([sys.executable, str(SCRIPTS / "report.py"), "--from-validate",
+                              str(self.tmp / "validate.json"), "--out", str(self.tmp)],
+                             capture_output=True, text=True)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("at least one row", out.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

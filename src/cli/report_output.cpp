@@ -1,0 +1,56 @@
+#include "report_output.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "cli.hpp"
+
+namespace cohsim::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// `word` as one shell word.
+std::string shell_quoted(const std::string& word) {
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+ReportStaging::ReportStaging(const std::string& dir) : dir_(dir) {
+  std::error_code ec;
+  if (fs::exists(dir_, ec) && !fs::is_directory(dir_, ec))
+    throw config::ConfigError(dir, "", "--report: this is a file, not a directory: name a directory for the report");
+  fs::create_directories(dir_, ec);
+  if (ec)
+    throw config::ConfigError(dir, "", fmt::format("--report: cannot create the report directory ({})", ec.message()));
+  std::string tmpl = (dir_ / ".report.tmp.XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr)
+    throw config::ConfigError(dir, "", "--report: cannot write in the report directory (no permission?)");
+  staging_ = tmpl;
+}
+
+ReportStaging::~ReportStaging() {
+  std::error_code ec;
+  fs::remove_all(staging_, ec);
+}
+
+void ReportStaging::commit() {
+  for (const auto& entry : fs::directory_iterator(staging_)) fs::rename(entry.path(), dir_ / entry.path().filename());
+}
+
+bool run_report_script(const std::vector<std::string>& args) {
+  std::string cmd = "/usr/bin/python3 " + shell_quoted(source_dir() + "/scripts/report.py");
+  for (const auto& a : args) cmd += " " + shell_quoted(a);
+  if (std::system(cmd.c_str()) == 0) return true;
+  std::cerr << "cohsim: the report script failed (" << cmd << ")\n";
+  return false;
+}
+
+}  // namespace cohsim::cli
