@@ -311,3 +311,32 @@ exists (x=2)
   CHECK(r.positive == 0);
   CHECK(r.negative == 1000);
 }
+
+TEST_CASE("An instruction another thread writes is fetched from coherent memory, in program order", "[litmus]") {
+  // herd's DIC1.MP.FF+dmb.st+po: P0 turns both branches into NOPs, the one at
+  // Lself00 first. P1 runs the new instructions it fetches, but never the
+  // second one new after the first one old (Forbidden).
+  const TestResult r = run_text(R"(AArch64 DIC1.MP.FF+dmb.st+po
+Variant=ifetch
+CacheType=DIC
+{ ins_t 0:X0=NOP; 0:X1=1:Lself00; 0:X2=1:Lself01; }
+ P0          | P1         ;
+ STR W0,[X1] | Lself01:   ;
+ DMB ST      | B Lself00  ;
+ STR W0,[X2] | MOV W10,#1 ;
+             | Lself00:   ;
+             | B L01      ;
+             | MOV W11,#1 ;
+             | L01:       ;
+exists (1:X10=1 /\ 1:X11=0)
+)",
+                                1000);
+  CHECK(r.positive == 0);
+  std::uint64_t both_new = 0, first_new = 0;
+  for (const Outcome& o : r.outcomes) {
+    if (o.state[0].number == 1 && o.state[1].number == 1) both_new += o.count;
+    if (o.state[0].number == 0 && o.state[1].number == 1) first_new += o.count;
+  }
+  CHECK(both_new > 0);
+  CHECK(first_new > 0);
+}

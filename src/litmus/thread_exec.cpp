@@ -434,6 +434,26 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
     }
     const Instr& in = code[static_cast<std::size_t>(pc_)];
     if (++steps > kMaxSteps) fail(in, fmt::format("the thread ran {} instructions without ending", kMaxSteps));
+    if (const int loc = thread_.code_location.empty() ? -1 : thread_.code_location[static_cast<std::size_t>(pc_)];
+        loc >= 0) {
+      // Variant=ifetch: an instruction another thread may write is fetched
+      // from memory first, a coherent read in program order; what it holds
+      // then is executed (the test's instruction, NOP, or B).
+      const std::uint64_t word = co_await cpu_.load(layout_->base[static_cast<std::size_t>(loc)], 4);
+      if (word != static_cast<std::uint64_t>(test_.locations[static_cast<std::size_t>(loc)].init[0])) {
+        if (word == kNopEncoding) {
+          ++pc_;
+          continue;
+        }
+        if ((word & kBranchOpcodeMask) != kBranchEncoding)
+          fail(in, fmt::format("fetched {:#x}: an instruction the runner does not execute", word));
+        const std::int64_t target = pc_ + sign_extend(word << 6, 4) / 64;  // imm26, in instructions
+        if (target < 0 || target > static_cast<std::int64_t>(code.size()))
+          fail(in, fmt::format("fetched {:#x}: a branch outside the thread's code", word));
+        pc_ = static_cast<int>(target);
+        continue;
+      }
+    }
     if (!deferred_.empty() && !may_pass_deferred(in) && co_await flush_deferred()) continue;
     if (serializing(in.op) && !speculation_.empty() && co_await resolve_branches()) continue;
     fabric::Addr addr = 0;
