@@ -340,3 +340,29 @@ exists (1:X10=1 /\ 1:X11=0)
   CHECK(both_new > 0);
   CHECK(first_new > 0);
 }
+
+TEST_CASE("A store on a predicted path is forwarded to later loads and written only if its branch resolves its way",
+          "[litmus]") {
+  // x = 1: the store runs (held while CBZ is predicted, forwarded to the load);
+  // x = 0: it is skipped, and a prediction that ran it drops it and the value forwarded.
+  const std::string code = "LDR W0,[X1]\nCBZ W0,skip\nMOV W2,#5\nSTR W2,[X3]\nskip:\nLDR W4,[X3]";
+  check_always("0:X1=x; 0:X3=y; x=1; y=7;", code, "0:X4=5 /\\ y=5");
+  check_always("0:X1=x; 0:X3=y; x=0; y=7;", code, "0:X4=7 /\\ y=7");
+}
+
+TEST_CASE("A held store becomes visible only after the load its branch depends on (LB+ctrls is forbidden)",
+          "[litmus]") {
+  const TestResult r = run_text(R"(AArch64 LB+ctrls
+{ 0:X1=x; 0:X3=y; 1:X1=x; 1:X3=y; }
+ P0           | P1           ;
+ LDR W0,[X1]  | LDR W0,[X3]  ;
+ CBNZ W0,L0   | CBNZ W0,L1   ;
+ L0:          | L1:          ;
+ MOV W2,#1    | MOV W2,#1    ;
+ STR W2,[X3]  | STR W2,[X1]  ;
+exists (0:X0=1 /\ 1:X0=1)
+)",
+                                2000);
+  CHECK(r.positive == 0);
+  CHECK(r.negative == 2000);
+}

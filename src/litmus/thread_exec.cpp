@@ -8,12 +8,17 @@
 // forced only when an address (address dependency), a store's data (data
 // dependency), an atomic's operands, a branch condition or the final state
 // needs it. An unresolved branch is predicted (stream "litmus.branch") and
-// execution goes on, loads included; a store, an exclusive, an atomic, ISB
-// or the end of the thread first resolves every earlier branch, and a wrong
-// prediction rewinds registers and pc and drops the loads issued after it.
-// So control dependencies order R->W but not R->R, and ctrl+ISB orders R->R.
+// execution goes on, loads included, and (arm64) plain stores are held in the
+// runner and forwarded to later loads of their bytes; any other store, an
+// exclusive, an atomic, a barrier while stores are held, ISB or the end of the
+// thread first resolves every earlier branch (the held stores then enter the
+// store buffer), and a wrong prediction rewinds registers and pc and drops
+// the loads issued and stores held after it. So control dependencies order
+// R->W but not R->R, and ctrl+ISB orders R->R. Instructions other threads may
+// write (Variant=ifetch) are fetched from memory before they run.
 #include "thread_exec.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <limits>
 #include <optional>
@@ -112,6 +117,8 @@ void ThreadExec::reset(const Layout& layout) {
   bypass_.clear();
   late_.clear();
   forwarded_.clear();
+  held_.clear();
+  released_ = false;
   pc_ = 0;
 }
 
@@ -220,6 +227,28 @@ void ThreadExec::rewind(const Checkpoint& cp, int pc) {
   std::erase_if(bypass_, [&](const Bypass& b) { return b.node >= later; });
   std::erase_if(late_, [&](const Late& l) { return l.node >= later; });
   std::erase_if(forwarded_, [&](const Forwarded& f) { return f.node >= later; });
+  std::erase_if(held_, [&](const Held& h) { return h.node >= later; });
+}
+
+bool ThreadExec::holdable(const Instr& in) const {
+  return cpu_.is_arm() && in.op == Op::store && in.order == cpu::Order::relaxed &&
+         in.addr.writeback == Address::Writeback::none;
+}
+
+bool ThreadExec::may_pass_held(const Instr& in) const {
+  switch (in.op) {
+    case Op::nop:
+    case Op::mov:
+    case Op::alu:
+    case Op::cmp:
+    case Op::csel:
+    case Op::branch:
+    case Op::cbz:
+    case Op::cbnz:
+    case Op::load:
+    case Op::load_pair: return true;
+    default: return holdable(in);
+  }
 }
 
 const ThreadExec::Deferred* ThreadExec::forwarding_atomic(fabric::Addr addr, int size) const {
@@ -415,11 +444,20 @@ sim::Task<bool> ThreadExec::resolve_branches() {
       continue;
     }
     const Checkpoint wrong = cp;
-    rewind(wrong, taken ? wrong.taken_pc : wrong.fallthrough_pc);  // the wrong path's loads are dropped
+    rewind(wrong, taken ? wrong.taken_pc : wrong.fallthrough_pc);  // the wrong path's loads and held stores are dropped
     speculation_.clear();
+    co_await release_held();
     co_return true;
   }
+  co_await release_held();
   co_return false;
+}
+
+sim::Task<void> ThreadExec::release_held() {
+  // The stores of the path that turned out right enter the store buffer, in program order.
+  const std::vector<Held> held = std::move(held_);
+  held_.clear();
+  for (const Held& h : held) co_await cpu_.store(h.addr, h.size, h.value, cpu::Order::relaxed);
 }
 
 sim::Task<void> ThreadExec::run(sim::Tick start) {
@@ -455,7 +493,8 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
       }
     }
     if (!deferred_.empty() && !may_pass_deferred(in) && co_await flush_deferred()) continue;
-    if (serializing(in.op) && !speculation_.empty() && co_await resolve_branches()) continue;
+    if (!held_.empty() && !may_pass_held(in) && co_await resolve_branches()) continue;
+    if (serializing(in.op) && !speculation_.empty() && !holdable(in) && co_await resolve_branches()) continue;
     fabric::Addr addr = 0;
     if (accesses_memory(in.op)) {
       const Val av = address(in.addr);
@@ -508,6 +547,7 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
           Val{-1, eval(base) + static_cast<std::uint64_t>(in.addr.offset)};
     }
     const int next = pc_ + 1;
+    if (in.order == cpu::Order::release || in.order == cpu::Order::full) released_ = true;
     switch (in.op) {
       case Op::nop: break;
       case Op::mov: set(in.dst, operand(in.a), in.dst_width); break;
@@ -544,6 +584,22 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
       }
       case Op::load:
       case Op::load_pair: {
+        const int bytes = in.op == Op::load_pair ? 2 * in.size : in.size;
+        if (const auto held = std::find_if(held_.rbegin(), held_.rend(),
+                                           [&](const Held& h) { return fabric::overlaps(h.addr, h.size, addr, bytes); });
+            held != held_.rend()) {
+          // Forwarded a held store's value when it covers exactly these bytes
+          // (an LDAR only if no release ran before it: RCsc); else the branches
+          // resolve first and the load runs again.
+          const bool exact = in.op == Op::load && held->addr == addr && held->size == in.size;
+          if (!exact || (in.order == cpu::Order::acquire && released_)) {
+            co_await resolve_branches();
+            continue;
+          }
+          nodes_.push_back(Node{Kind::load, 0, static_cast<std::uint8_t>(in.size), true, -1, {}, {}, {}, held->value});
+          set(in.dst, Val{static_cast<std::int32_t>(nodes_.size() - 1), 0}, in.dst_width);
+          break;
+        }
         // Forwarded from the newest deferred atomic's write, or (stream
         // litmus.branch: whether the atomic will write is not known yet) not.
         if (const Deferred* from = in.op == Op::load ? forwarding_atomic(addr, in.size) : nullptr;
@@ -570,6 +626,11 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
       case Op::store_pair: {
         const Val first = operand(in.a);
         const std::uint64_t v = known(first) ? eval(first) : co_await force(first);
+        if (!speculation_.empty()) {  // holdable: its branches resolve before it enters the store buffer
+          nodes_.push_back(Node{Kind::load, 0, 8, true, -1, {}, {}, {}, 0});
+          held_.push_back(Held{addr, in.size, mask(v, in.size), static_cast<std::int32_t>(nodes_.size() - 1)});
+          break;
+        }
         co_await cpu_.store(addr, in.size, mask(v, in.size), in.order);
         if (in.op == Op::store_pair) {
           const Val second = operand(in.b);

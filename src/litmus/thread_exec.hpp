@@ -104,11 +104,24 @@ class ThreadExec {
     std::uint64_t value;
     Checkpoint at;
   };
+  /// A plain store on a predicted path: held here (not yet in the CPU's store
+  /// buffer) until its branches resolve, and forwarded to later loads of its
+  /// bytes meanwhile; dropped with the path if it was wrong.
+  struct Held {
+    fabric::Addr addr;
+    int size;
+    std::uint64_t value;
+    std::int32_t node;  ///< a node marking its place in program order (for rewinds)
+  };
   bool known(Val v) const { return v.node < 0 || nodes_[static_cast<std::size_t>(v.node)].known; }
   /// True when `v` can be evaluated without waiting (the loads it needs have completed).
   bool ready_now(Val v);
   /// True when `in` may be executed while older operations are deferred.
   bool may_pass_deferred(const Instr& in) const;
+  /// True when `in` is a store that may be held on a predicted path (arm64, plain, no writeback).
+  bool holdable(const Instr& in) const;
+  /// True when `in` may execute while stores are held (it neither orders them nor writes).
+  bool may_pass_held(const Instr& in) const;
   /// True when `in` may itself be deferred.
   bool deferrable(const Instr& in) const;
   /// Performs every deferred operation, oldest first; true when a bypassing
@@ -130,6 +143,8 @@ class ThreadExec {
   std::uint64_t eval(Val v);
   int first_pending_load(Val v) const;
   sim::Task<std::uint64_t> force(Val v);
+  /// Puts the held stores (those of the path that resolved right) into the CPU's store buffer.
+  sim::Task<void> release_held();
   /// Resolves every predicted branch, oldest first; true when one was wrong (pc_ rewound).
   sim::Task<bool> resolve_branches();
   Val make(Kind k, std::uint8_t sub, int width, Val a, Val b = {}, Val c = {});
@@ -156,6 +171,8 @@ class ThreadExec {
   std::vector<Bypass> bypass_;
   std::vector<Late> late_;
   std::vector<Forwarded> forwarded_;
+  std::vector<Held> held_;
+  bool released_ = false;  ///< a release store or atomic ran (an LDAR then is not forwarded a held store: RCsc)
   int pc_ = 0;
   std::array<std::uint64_t, kRegisterCount> final_{};
   std::vector<int> final_registers_;  ///< the registers the test's cells name for this thread
