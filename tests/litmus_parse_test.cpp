@@ -198,3 +198,42 @@ TEST_CASE("A test without an init section, or with an empty one, parses", "[litm
     CHECK(t.locations.empty());
   }
 }
+
+TEST_CASE("An instruction-fetch test reads instruction values, code labels as addresses and cache maintenance",
+          "[litmus]") {
+  Test t = parse_test(R"(AArch64 F
+Variant=ifetch
+CacheType=DIC
+{ ins_t 0:X0=NOP; ins_t 0:X2=instr:"B .+8"; 0:X1=1:L0; 0:X3=1:L1; }
+ P0          | P1         ;
+ STR W0,[X1] | L1:        ;
+ DC CVAU,X1  | NOP        ;
+ IC IVAU,X1  | L0:        ;
+             | B L2       ;
+             | MOV W9,#1  ;
+             | L2:        ;
+exists (1:X9=1)
+)",
+                      "f.litmus");
+  REQUIRE(t.unsupported.empty());
+  CHECK(t.ifetch);
+  CHECK(t.threads[0].init[0].second.number == kNopEncoding);
+  CHECK(t.threads[0].init[1].second.number == (kBranchEncoding | 2));
+  // Each label named as a value is a 4-byte location holding its instruction.
+  const Location& l0 = t.locations[static_cast<std::size_t>(t.threads[0].init[2].second.location)];
+  const Location& l1 = t.locations[static_cast<std::size_t>(t.threads[0].init[3].second.location)];
+  CHECK(l0.code_thread == 1);
+  CHECK(l0.element_size == 4);
+  CHECK(l0.init[0] == (kBranchEncoding | 2));  // B L2, two instructions on
+  CHECK(l1.init[0] == kNopEncoding);
+  CHECK(t.threads[1].code_location == std::vector<int>{t.threads[0].init[3].second.location, t.threads[0].init[2].second.location, -1});
+  CHECK(t.threads[0].code[1].op == Op::nop);  // DC CVAU: fetches are coherent
+  // Without Variant=ifetch the same forms stay outside the subset.
+  CHECK(parse_test("AArch64 C\nCacheType=DIC\n{ }\n P0 ;\n NOP ;\nexists 0:X0=0\n", "c.litmus").unsupported ==
+        "CacheType=DIC");
+  CHECK(parse_test("AArch64 D\n{ 0:X1=x; }\n P0 ;\n DC CVAU,X1 ;\nexists 0:X0=0\n", "d.litmus").unsupported ==
+        "instruction 'DC CVAU,X1' (line 4)");
+  CHECK(parse_test("AArch64 I\nVariant=ifetch\n{ ins_t 0:X0=instr:\"ADD X0,X0,#1\"; }\n P0 ;\n NOP ;\nexists 0:X0=0\n",
+                   "i.litmus")
+            .unsupported == "instruction value 'ADD X0,X0,#1'");
+}

@@ -1,7 +1,9 @@
 // Running litmus tests on a simulated machine: the values registers and
 // memory end with (moves, arithmetic, atomics, exclusives, pairs, branches,
-// writeback), speculation that is rewound, the condition's quantifiers, the
-// kinds verdicts and determinism for a seed.
+// writeback), speculation that is rewound, deferred atomics (early reads,
+// predicted results, forwarding, all checked when performed), CSEL's
+// dependencies, the condition's quantifiers, the kinds verdicts and
+// determinism for a seed.
 #include <catch2/catch.hpp>
 
 #include "cohsim/litmus/report.hpp"
@@ -230,6 +232,135 @@ TEST_CASE("Loads issued out of order around deferred ones never read one locatio
  LDR W10,[X6,W8,SXTW] |             ;
  LDR W11,[X6]         |             ;
 exists (0:X10=1 /\ 0:X11=0)
+)",
+                                2000);
+  CHECK(r.positive == 0);
+  CHECK(r.negative == 2000);
+}
+
+TEST_CASE("An atomic without acquire does not hold back a later independent load", "[litmus]") {
+  const sim::Tick one = thread_time(" LDR W0,[X1] ;\n");
+  // The CAS's operands are known; its read and write go once something later
+  // needs them (here the end of the thread), so the miss on y overlaps it.
+  const sim::Tick t = thread_time(" MOV W4,#0 ;\n MOV W5,#1 ;\n CAS W4,W5,[X1] ;\n LDR W2,[X3] ;\n");
+  CHECK(t < one * 3 / 2);
+  // An acquire orders the later load after it: two misses in a row.
+  CHECK(thread_time(" MOV W4,#0 ;\n MOV W5,#1 ;\n CASA W4,W5,[X1] ;\n LDR W2,[X3] ;\n") >= one * 19 / 10);
+}
+
+TEST_CASE("A deferred atomic's result, predicted or read early, and the loads it forwards to are checked when it is "
+          "performed",
+          "[litmus]") {
+  // Rs = 1 predicted as the result of a CAS that fails (x = 5): the load
+  // whose address used it is replayed with the value the CAS read.
+  check_always("0:X1=x; 0:X3=y; x=5; y=7;",
+               "MOV W2,#1\nMOV W6,#9\nCAS W2,W6,[X1]\nEOR W4,W2,W2\nLDR W5,[X3,W4,SXTW]\nMOV W7,#5\nCAS W7,W6,[X1]",
+               "0:X2=5 /\\ 0:X5=7 /\\ 0:X7=5 /\\ x=9");
+  // A load of the CAS's bytes forwarded its Rt: kept when it wrote, replayed when it failed.
+  check_always("0:X1=x; x=5;", "MOV W2,#5\nMOV W6,#9\nCAS W2,W6,[X1]\nLDR W8,[X1]\nMOV W3,#1\nCAS W3,W2,[X1]\nLDR W9,[X1]",
+               "0:X2=5 /\\ 0:X8=9 /\\ 0:X3=9 /\\ 0:X9=9 /\\ x=9");
+  check_always("0:X1=x; x=5;", "MOV W2,#2\nSWP W2,W3,[X1]\nLDR W4,[X1]\nLDADD W2,W5,[X1]\nLDR W6,[X1]",
+               "0:X3=5 /\\ 0:X4=2 /\\ 0:X5=2 /\\ 0:X6=4 /\\ x=4");
+}
+
+TEST_CASE("A load that passes a failed CAS of its location never reads an older write than the CAS read", "[litmus]") {
+  // The CAS waits for its Rs (a miss on a), never succeeds (y is 0 or 1,
+  // Rs is 7), and the later load of y goes first, or is forwarded Rt: it must
+  // be replayed when the CAS read P1's write and it did not (CoRR).
+  const TestResult r = run_text(R"(AArch64 CoRR-failed-CAS
+{ 0:X0=a; 0:X2=y; 1:X2=y; }
+ P0             | P1          ;
+ LDR W1,[X0]    | MOV W9,#1   ;
+ EOR W4,W1,W1   | STR W9,[X2] ;
+ ADD W4,W4,#7   |             ;
+ CAS W4,W5,[X2] |             ;
+ LDR W6,[X2]    |             ;
+exists (0:X4=1 /\ 0:X6=0)
+)",
+                                2000);
+  CHECK(r.positive == 0);
+  CHECK(r.negative == 2000);
+}
+
+TEST_CASE("CSEL depends on the register it selects, not on the flags, as herd's model says", "[litmus]") {
+  const sim::Tick one = thread_time(" LDR W0,[X1] ;\n");
+  // A known condition reads only the chosen register; two equal sources need no condition.
+  CHECK(thread_time(" LDR W0,[X1] ;\n MOV W4,#0 ;\n CMP W4,#0 ;\n CSEL W5,W4,W0,EQ ;\n LDR W2,[X3,W5,SXTW] ;\n") <
+        one * 3 / 2);
+  CHECK(thread_time(" LDR W0,[X1] ;\n CMP W0,#0 ;\n CSEL W5,WZR,WZR,EQ ;\n LDR W2,[X3,W5,SXTW] ;\n") < one * 3 / 2);
+  // Different sources and flags from a load still in flight: the condition is awaited.
+  CHECK(thread_time(" LDR W0,[X1] ;\n MOV W4,#4 ;\n CMP W0,#0 ;\n CSEL W5,WZR,W4,EQ ;\n LDR W2,[X3,W5,SXTW] ;\n") >=
+        one * 19 / 10);
+}
+
+TEST_CASE("A load replayed past a deferred atomic is replayed before the atomic is performed, never after", "[litmus]") {
+  // The second load of y passes the first (waiting for a) and is replayed
+  // when P1's write makes them differ; the LDADD after it is performed once.
+  const TestResult r = run_text(R"(AArch64 replay-before-atomic
+{ 0:X0=a; 0:X2=y; 0:X3=x; 1:X2=y; }
+ P0                  | P1          ;
+ LDR W1,[X0]         | MOV W9,#1   ;
+ EOR W4,W1,W1        | STR W9,[X2] ;
+ LDR W5,[X2,W4,SXTW] |             ;
+ LDR W6,[X2]         |             ;
+ MOV W8,#1           |             ;
+ LDADD W8,W7,[X3]    |             ;
+exists (x=2)
+)",
+                                1000);
+  CHECK(r.positive == 0);
+  CHECK(r.negative == 1000);
+}
+
+TEST_CASE("An instruction another thread writes is fetched from coherent memory, in program order", "[litmus]") {
+  // herd's DIC1.MP.FF+dmb.st+po: P0 turns both branches into NOPs, the one at
+  // Lself00 first. P1 runs the new instructions it fetches, but never the
+  // second one new after the first one old (Forbidden).
+  const TestResult r = run_text(R"(AArch64 DIC1.MP.FF+dmb.st+po
+Variant=ifetch
+CacheType=DIC
+{ ins_t 0:X0=NOP; 0:X1=1:Lself00; 0:X2=1:Lself01; }
+ P0          | P1         ;
+ STR W0,[X1] | Lself01:   ;
+ DMB ST      | B Lself00  ;
+ STR W0,[X2] | MOV W10,#1 ;
+             | Lself00:   ;
+             | B L01      ;
+             | MOV W11,#1 ;
+             | L01:       ;
+exists (1:X10=1 /\ 1:X11=0)
+)",
+                                1000);
+  CHECK(r.positive == 0);
+  std::uint64_t both_new = 0, first_new = 0;
+  for (const Outcome& o : r.outcomes) {
+    if (o.state[0].number == 1 && o.state[1].number == 1) both_new += o.count;
+    if (o.state[0].number == 0 && o.state[1].number == 1) first_new += o.count;
+  }
+  CHECK(both_new > 0);
+  CHECK(first_new > 0);
+}
+
+TEST_CASE("A store on a predicted path is forwarded to later loads and written only if its branch resolves its way",
+          "[litmus]") {
+  // x = 1: the store runs (held while CBZ is predicted, forwarded to the load);
+  // x = 0: it is skipped, and a prediction that ran it drops it and the value forwarded.
+  const std::string code = "LDR W0,[X1]\nCBZ W0,skip\nMOV W2,#5\nSTR W2,[X3]\nskip:\nLDR W4,[X3]";
+  check_always("0:X1=x; 0:X3=y; x=1; y=7;", code, "0:X4=5 /\\ y=5");
+  check_always("0:X1=x; 0:X3=y; x=0; y=7;", code, "0:X4=7 /\\ y=7");
+}
+
+TEST_CASE("A held store becomes visible only after the load its branch depends on (LB+ctrls is forbidden)",
+          "[litmus]") {
+  const TestResult r = run_text(R"(AArch64 LB+ctrls
+{ 0:X1=x; 0:X3=y; 1:X1=x; 1:X3=y; }
+ P0           | P1           ;
+ LDR W0,[X1]  | LDR W0,[X3]  ;
+ CBNZ W0,L0   | CBNZ W0,L1   ;
+ L0:          | L1:          ;
+ MOV W2,#1    | MOV W2,#1    ;
+ STR W2,[X3]  | STR W2,[X1]  ;
+exists (0:X0=1 /\ 1:X0=1)
 )",
                                 2000);
   CHECK(r.positive == 0);

@@ -59,12 +59,12 @@ void run_catalogue(const Catalogue& c) {
 
 }  // namespace
 
-TEST_CASE("The AArch64 catalogue witnesses no forbidden outcome and holds its share of allowed ones", "[litmus][suite]") { run_catalogue({"aarch64", 0.9, 0.7}); }
-TEST_CASE("The AArch64 CAS catalogue witnesses no forbidden outcome and holds its share of allowed ones", "[litmus][suite]") { run_catalogue({"aarch64-cas", 0.9, 0.12}); }
-// 6 of its 50 tests need virtual memory (Variant=vmsa: PTE, TLBI) or
-// instruction fetch (ifetch: ins_t, DC/IC): 44 of 50 are in the subset.
+TEST_CASE("The AArch64 catalogue witnesses no forbidden outcome and holds its share of allowed ones", "[litmus][suite]") { run_catalogue({"aarch64", 0.9, 0.89}); }
+TEST_CASE("The AArch64 CAS catalogue witnesses no forbidden outcome and holds its share of allowed ones", "[litmus][suite]") { run_catalogue({"aarch64-cas", 0.9, 0.55}); }
+// 4 of its 50 tests need virtual memory (Variant=vmsa: PTE, TLBI): 46 of 50
+// are in the subset (the two instruction-fetch ones included).
 TEST_CASE("The AArch64 reader's guide catalogue witnesses no forbidden outcome and holds its share of allowed ones", "[litmus][suite]") {
-  run_catalogue({"aarch64-readers-guide", 0.88, 0.95});
+  run_catalogue({"aarch64-readers-guide", 0.9, 1.0});
 }
 TEST_CASE("The x86-64 catalogue witnesses no forbidden outcome and every allowed one", "[litmus][suite]") {
   run_catalogue({"x86_64", 0.9, kSanitized ? 0.85 : 1.0, kSanitized ? 1000u : 10000u});

@@ -157,19 +157,50 @@ int element_size_of_type(std::string_view type) {
   return 0;
 }
 
-/// A value in the init section or a condition: an integer or a location name.
+/// (Variant=ifetch) The location holding thread `thread`'s instruction at `label`.
+int code_location_index(Test& t, std::int64_t thread, std::string_view label) {
+  const std::string name = fmt::format("{}:{}", thread, label);
+  const int index = location_index(t, name);
+  Location& l = t.locations[static_cast<std::size_t>(index)];
+  l.element_size = 4;
+  l.code_thread = static_cast<int>(thread);
+  l.code_label = std::string(label);
+  return index;
+}
+
+/// A value in the init section or a condition: an integer, a location name,
+/// or (Variant=ifetch) a code label `P:LABEL`.
 Value parse_value(Test& t, std::string_view text, const Source& src, std::size_t pos) {
   text = trim(text);
   std::int64_t n = 0;
   if (parse_integer(text, n)) return Value{n, -1};
   if (is_identifier(text)) return Value{0, location_index(t, text)};
-  // Page-table values (PTE(x), (oa:PA(x))) and code labels (1:L0) belong to features outside the subset.
   const auto colon = text.find(':');
   std::int64_t thread = 0;
-  if (text.find('(') != std::string_view::npos ||
-      (colon != std::string_view::npos && parse_integer(text.substr(0, colon), thread) && is_identifier(trim(text.substr(colon + 1)))))
-    throw Unsupported{fmt::format("initial value '{}'", text)};
+  const bool label = colon != std::string_view::npos && parse_integer(text.substr(0, colon), thread) &&
+                     is_identifier(trim(text.substr(colon + 1)));
+  if (label && t.ifetch) {
+    if (thread < 0 || thread > 63) src.fail(pos, text, "expected a thread number before ':'");
+    return Value{0, code_location_index(t, thread, trim(text.substr(colon + 1)))};
+  }
+  // Page-table values (PTE(x), (oa:PA(x))), and code labels without Variant=ifetch, are outside the subset.
+  if (text.find('(') != std::string_view::npos || label) throw Unsupported{fmt::format("initial value '{}'", text)};
   src.fail(pos, text, "expected an integer or a location name");
+}
+
+/// (Variant=ifetch) An `ins_t` value: NOP, B .+N / B .-N, also written instr:"...".
+Value parse_instruction_value(std::string_view text) {
+  text = trim(text);
+  if (text.starts_with("instr:")) text = trim(text.substr(6));
+  if (text.size() >= 2 && text.front() == '"' && text.back() == '"') text = trim(text.substr(1, text.size() - 2));
+  const std::string word = upper(text);
+  if (word == "NOP") return Value{kNopEncoding, -1};
+  std::int64_t offset = 0;
+  if (word.starts_with("B .") && parse_integer(trim(std::string_view(word).substr(3)), offset) && offset % 4 == 0 &&
+      offset / 4 >= -(std::int64_t{1} << 25) && offset / 4 < (std::int64_t{1} << 25))
+    return Value{static_cast<std::int64_t>(kBranchEncoding | (static_cast<std::uint32_t>(offset / 4) & ~kBranchOpcodeMask)),
+                 -1};
+  throw Unsupported{fmt::format("instruction value '{}'", text)};
 }
 
 /// One statement of the init section.
@@ -185,10 +216,15 @@ void parse_init_statement(Test& t, std::string_view stmt, const Source& src, std
   }
   // A leading type word.
   int element_size = 0;
+  bool instruction = false;  // ins_t: values are instructions
+  auto value_of = [&](std::string_view text) {
+    return instruction ? parse_instruction_value(text) : parse_value(t, text, src, pos);
+  };
   if (auto sp = lhs.find_first_of(" \t"); sp != std::string_view::npos && lhs.substr(0, sp).find(':') == std::string_view::npos &&
                                             lhs.front() != '[') {
     std::string_view type = lhs.substr(0, sp);
-    element_size = element_size_of_type(type);
+    element_size = type == "ins_t" && t.ifetch ? 4 : element_size_of_type(type);
+    instruction = type == "ins_t";
     if (element_size == 0) {
       if (type == "pteval_t" || type == "ins_t" || type == "pte_t") throw Unsupported{fmt::format("type '{}'", type)};
       src.fail(pos, type, "expected a type (int, int32_t, int64_t, uint64_t...) or a location");
@@ -205,7 +241,7 @@ void parse_init_statement(Test& t, std::string_view stmt, const Source& src, std
     if (reg < 0 || reg == kZeroRegister) src.fail(pos, reg_name, fmt::format("expected an {} register", arch_name(t.arch)));
     if (!has_value) src.fail(pos, stmt, "expected '=' and a value");
     if (t.threads.size() <= static_cast<std::size_t>(thread)) t.threads.resize(static_cast<std::size_t>(thread) + 1);
-    t.threads[static_cast<std::size_t>(thread)].init.emplace_back(reg, parse_value(t, rhs, src, pos));
+    t.threads[static_cast<std::size_t>(thread)].init.emplace_back(reg, value_of(rhs));
     return;
   }
   if (lhs.size() > 2 && lhs.front() == '[' && lhs.back() == ']') lhs = trim(lhs.substr(1, lhs.size() - 2));
@@ -237,10 +273,39 @@ void parse_init_statement(Test& t, std::string_view stmt, const Source& src, std
   }
   if (static_cast<int>(values.size()) > elements) src.fail(pos, rhs, fmt::format("expected at most {} values", elements));
   for (std::size_t i = 0; i < values.size(); ++i) {
-    Value v = parse_value(t, values[i], src, pos);  // may declare a location (and move the others)
+    Value v = value_of(values[i]);  // may declare a location (and move the others)
     Location& loc = t.locations[index];
     loc.init[i] = v.number;
     loc.init_pointer[i] = v.location;
+  }
+}
+
+/// (Variant=ifetch) The instruction a code location starts with, as a word the
+/// runner compares fetched values with: NOP and B as encoded, any other
+/// instruction a tag of its own (0xf0000000 + its index: not an encoding the
+/// runner executes, so only the instruction written in the test matches it).
+std::uint32_t initial_code_word(const Instr& in, int pc) {
+  if (in.op == Op::nop) return kNopEncoding;
+  if (in.op == Op::branch && in.cond == Cond::al)
+    return kBranchEncoding | (static_cast<std::uint32_t>(in.target - pc) & ~kBranchOpcodeMask);
+  return 0xf0000000u + static_cast<std::uint32_t>(pc);
+}
+
+/// After the program: each code location's instruction, and each thread's map from instruction to location.
+void resolve_code_locations(Test& t, const std::vector<std::map<std::string, int>>& labels, const std::string& file) {
+  for (Thread& th : t.threads) th.code_location.assign(th.code.size(), -1);
+  for (std::size_t i = 0; i < t.locations.size(); ++i) {
+    Location& l = t.locations[i];
+    if (l.code_thread < 0) continue;
+    if (static_cast<std::size_t>(l.code_thread) >= t.threads.size())
+      throw ParseError(file, 0, l.name, fmt::format("expected a thread of the test (it has {})", t.threads.size()));
+    Thread& th = t.threads[static_cast<std::size_t>(l.code_thread)];
+    const auto& thread_labels = labels[static_cast<std::size_t>(l.code_thread)];
+    auto it = thread_labels.find(l.code_label);
+    if (it == thread_labels.end() || it->second >= static_cast<int>(th.code.size()))
+      throw ParseError(file, 0, l.name, fmt::format("expected a label of P{} on an instruction", l.code_thread));
+    l.init = {initial_code_word(th.code[static_cast<std::size_t>(it->second)], it->second)};
+    th.code_location[static_cast<std::size_t>(it->second)] = static_cast<int>(i);
   }
 }
 
@@ -269,6 +334,7 @@ Test parse_test(std::string_view text, const std::string& file) {
     // Header lines up to '{' (or up to the program table, for a test without an init section).
     pos = end;
     std::size_t brace = std::string::npos, table = std::string::npos;
+    std::string cache_type;  // CacheType= (IDC, DIC): meaningful with Variant=ifetch only
     while (pos < s.size()) {
       std::size_t b = pos + 1;
       std::size_t e = line_end(s, b);
@@ -281,11 +347,16 @@ Test parse_test(std::string_view text, const std::string& file) {
         table = b;
         break;
       }
-      const std::string key = upper(line.substr(0, line.find('=')));
-      if (line.find('=') != std::string_view::npos && (key == "VARIANT" || key == "CACHETYPE"))
-        throw Unsupported{std::string(line)};
+      const std::string key = upper(trim(line.substr(0, line.find('='))));
+      if (line.find('=') != std::string_view::npos && key == "VARIANT") {
+        // Instruction fetch is modelled; virtual memory and the other variants are not.
+        if (upper(trim(line.substr(line.find('=') + 1))) != "IFETCH") throw Unsupported{std::string(line)};
+        t.ifetch = true;
+      }
+      if (line.find('=') != std::string_view::npos && key == "CACHETYPE") cache_type = std::string(line);
       pos = e;
     }
+    if (!cache_type.empty() && !t.ifetch) throw Unsupported{cache_type};
     if (brace == std::string::npos && table == std::string::npos)
       src.fail(s.size(), "", "expected '{' opening the init section");
     // Init section: statements separated by ';' up to the matching '}'.
@@ -373,6 +444,7 @@ Test parse_test(std::string_view text, const std::string& file) {
         if (it == labels[p].end()) throw ParseError(file, in.line, targets[p][i], fmt::format("expected a label of P{}", p));
         in.target = it->second;
       }
+    resolve_code_locations(t, labels, file);
     if (final_start == s.size()) src.fail(s.size(), "", "expected the condition (exists, ~exists or forall)");
     detail::parse_final_section(t, std::string_view(s).substr(final_start), file, src.line_of(final_start));
   } catch (const Unsupported& u) {

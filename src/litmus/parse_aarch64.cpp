@@ -170,6 +170,14 @@ Instr parse_aarch64(std::string_view text, InstrContext& c) {
     p.count(0);
     return in;
   }
+  // Variant=ifetch: instruction fetches are coherent reads (as on a core with
+  // IDC=1 and DIC=1), so cleaning to the point of unification and invalidating
+  // the instruction cache change nothing the model can observe: no-ops.
+  if ((m == "DC" || m == "IC") && c.test.ifetch && p.ops.size() == 2 &&
+      upper(p.ops[0]) == (m == "DC" ? "CVAU" : "IVAU")) {
+    p.reg(1, width);
+    return in;
+  }
   if (m == "ISB") {
     in.op = Op::isb;
     return in;

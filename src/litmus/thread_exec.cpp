@@ -1,19 +1,26 @@
 // Executing one litmus thread on a cpu::Cpu. Memory operations are issued in
-// program order (except that on arm64 a load or result-returning atomic
-// waiting for its address or operands is deferred and later plain loads go
-// first, replayed if they overlap it); the CPU enforces the architecture's
-// ordering. Loads are not
+// program order (except that on arm64 a load waiting for its address, and
+// every result-returning atomic without acquire, is deferred and later plain
+// loads go first, replayed if they overlap it; a deferred atomic's read may
+// be issued early and a CAS's result predicted, both checked when it is
+// performed); the CPU enforces the architecture's ordering. Loads are not
 // awaited when issued: a register holds a lazy value over in-flight loads,
 // forced only when an address (address dependency), a store's data (data
 // dependency), an atomic's operands, a branch condition or the final state
 // needs it. An unresolved branch is predicted (stream "litmus.branch") and
-// execution goes on, loads included; a store, an exclusive, an atomic, ISB
-// or the end of the thread first resolves every earlier branch, and a wrong
-// prediction rewinds registers and pc and drops the loads issued after it.
-// So control dependencies order R->W but not R->R, and ctrl+ISB orders R->R.
+// execution goes on, loads included, and (arm64) plain stores are held in the
+// runner and forwarded to later loads of their bytes; any other store, an
+// exclusive, an atomic, a barrier while stores are held, ISB or the end of the
+// thread first resolves every earlier branch (the held stores then enter the
+// store buffer), and a wrong prediction rewinds registers and pc and drops
+// the loads issued and stores held after it. So control dependencies order
+// R->W but not R->R, and ctrl+ISB orders R->R. Instructions other threads may
+// write (Variant=ifetch) are fetched from memory before they run.
 #include "thread_exec.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
+#include <limits>
 #include <optional>
 
 namespace cohsim::litmus::detail {
@@ -109,6 +116,9 @@ void ThreadExec::reset(const Layout& layout) {
   deferred_.clear();
   bypass_.clear();
   late_.clear();
+  forwarded_.clear();
+  held_.clear();
+  released_ = false;
   pc_ = 0;
 }
 
@@ -215,6 +225,40 @@ void ThreadExec::rewind(const Checkpoint& cp, int pc) {
   std::erase_if(speculation_, [&](const Checkpoint& c) { return c.nodes > cp.nodes; });
   std::erase_if(deferred_, [&](const Deferred& d) { return d.node >= later; });
   std::erase_if(bypass_, [&](const Bypass& b) { return b.node >= later; });
+  std::erase_if(late_, [&](const Late& l) { return l.node >= later; });
+  std::erase_if(forwarded_, [&](const Forwarded& f) { return f.node >= later; });
+  std::erase_if(held_, [&](const Held& h) { return h.node >= later; });
+}
+
+bool ThreadExec::holdable(const Instr& in) const {
+  return cpu_.is_arm() && in.op == Op::store && in.order == cpu::Order::relaxed &&
+         in.addr.writeback == Address::Writeback::none;
+}
+
+bool ThreadExec::may_pass_held(const Instr& in) const {
+  switch (in.op) {
+    case Op::nop:
+    case Op::mov:
+    case Op::alu:
+    case Op::cmp:
+    case Op::csel:
+    case Op::branch:
+    case Op::cbz:
+    case Op::cbnz:
+    case Op::load:
+    case Op::load_pair: return true;
+    default: return holdable(in);
+  }
+}
+
+const ThreadExec::Deferred* ThreadExec::forwarding_atomic(fabric::Addr addr, int size) const {
+  if (deferred_.empty()) return nullptr;
+  const Deferred& d = deferred_.back();
+  const Instr& in = thread_.code[static_cast<std::size_t>(d.pc)];
+  if (in.op != Op::rmw || (in.rmw_op != fabric::RmwOp::cas && in.rmw_op != fabric::RmwOp::swap)) return nullptr;
+  if (in.size != size || !known(d.address) || !known(d.a)) return nullptr;
+  const fabric::Addr at = d.address.node < 0 ? d.address.k : nodes_[static_cast<std::size_t>(d.address.node)].value;
+  return at == addr ? &d : nullptr;
 }
 
 bool ThreadExec::deferrable(const Instr& in) const {
@@ -244,13 +288,28 @@ bool ThreadExec::ready_now(Val v) {
   Node& n = nodes_[static_cast<std::size_t>(v.node)];
   if (n.kind == Kind::load) {
     const cpu::LoadFuture& f = futures_[static_cast<std::size_t>(n.future)];
-    if (!f.issued() || !f.ready()) return false;
+    if (!f.issued()) {  // a deferred atomic's result is needed: its read goes now, if it is the oldest
+      if (!deferred_.empty() && deferred_.front().node == v.node) issue_atomic_read(deferred_.front());
+      return false;
+    }
+    if (!f.ready()) return false;
     n.value = mask(f.peek(), n.width);
     n.known = true;
     return true;
   }
   const Node copy = n;
   return ready_now(copy.a) && ready_now(copy.b) && ready_now(copy.c);
+}
+
+void ThreadExec::issue_atomic_read(const Deferred& d) {
+  if (d.predicted) return;
+  cpu::LoadFuture& early = futures_[static_cast<std::size_t>(nodes_[static_cast<std::size_t>(d.node)].future)];
+  if (early.issued() || !ready_now(d.address)) return;
+  const Instr& in = thread_.code[static_cast<std::size_t>(d.pc)];
+  const fabric::Addr addr = eval(d.address);
+  if (!layout_->contains(addr, static_cast<std::uint64_t>(in.size)) || addr % static_cast<std::uint64_t>(in.size) != 0)
+    return;  // reported when it is performed
+  early = cpu_.issue_load(addr, in.size, cpu::Order::relaxed);
 }
 
 sim::Task<bool> ThreadExec::flush_deferred() {
@@ -281,21 +340,54 @@ sim::Task<bool> ThreadExec::flush_deferred() {
     const fabric::Addr addr = co_await force(d.address);
     if (!layout_->contains(addr, static_cast<std::uint64_t>(in.size)) || addr % static_cast<std::uint64_t>(in.size) != 0)
       fail(in, fmt::format("address {:#x} is not an aligned {}-byte access inside a location of the test", addr, in.size));
-    Node& n = nodes_[static_cast<std::size_t>(d.node)];
     if (in.op == Op::load) {
-      futures_[static_cast<std::size_t>(n.future)] = cpu_.issue_load(addr, in.size, in.order);
-    } else {
-      const std::uint64_t x = co_await force(d.a);
-      const std::uint64_t compare = in.rmw_op == fabric::RmwOp::cas ? co_await force(d.b) : 0;
-      const std::uint64_t old =
-          co_await cpu_.rmw(addr, in.size, in.rmw_op, mask(x, in.size), mask(compare, in.size), in.order);
-      Node& done = nodes_[static_cast<std::size_t>(d.node)];
-      done.value = mask(old, done.width);
-      done.known = true;
+      futures_[static_cast<std::size_t>(nodes_[static_cast<std::size_t>(d.node)].future)] =
+          cpu_.issue_load(addr, in.size, in.order);
+      late_.push_back(Late{addr, in.size, d.node, false});
+      continue;
     }
-    late_.push_back(Late{addr, in.size, d.node, in.op != Op::load});
+    // An atomic's write cannot be undone: a load that passed an older
+    // deferred access and must be replayed is replayed before it is performed.
+    if (const Bypass* victim = co_await first_replay(d.node); victim != nullptr) {
+      const Checkpoint at = victim->at;
+      rewind(at, at.taken_pc);
+      co_return true;
+    }
+    const std::uint64_t x = co_await force(d.a);
+    const std::uint64_t compare = in.rmw_op == fabric::RmwOp::cas ? co_await force(d.b) : 0;
+    const std::uint64_t old =
+        co_await cpu_.rmw(addr, in.size, in.rmw_op, mask(x, in.size), mask(compare, in.size), in.order);
+    const bool wrote = in.rmw_op != fabric::RmwOp::cas || old == mask(compare, in.size);
+    // The result later instructions used: the prediction, or the read issued
+    // early. If the atomic read another value, execution resumes after it
+    // with the value it read (what used the other value is dropped).
+    const cpu::LoadFuture early = futures_[static_cast<std::size_t>(nodes_[static_cast<std::size_t>(d.node)].future)];
+    std::uint64_t used = old;
+    if (d.predicted) used = d.prediction;
+    else if (early.issued()) used = mask(co_await early.value(), in.size);
+    if (used != old) {
+      rewind(d.at, d.pc + 1);
+      set(in.dst, Val{-1, old}, in.dst_width);
+      bypass_.clear();  // the older ones were checked above, the younger ones are dropped
+      late_.clear();
+      co_return true;
+    }
+    Node& done = nodes_[static_cast<std::size_t>(d.node)];
+    done.value = mask(old, done.width);
+    done.known = true;
+    late_.push_back(Late{addr, in.size, d.node, wrote});
+    // The loads it forwarded to must have had its write (CAS and SWP write Rt).
+    std::optional<Checkpoint> refetch;
+    for (const Forwarded& f : forwarded_)
+      if (f.atomic == d.node && (!wrote || f.value != mask(x, in.size)) && (!refetch || f.at.nodes < refetch->nodes))
+        refetch = f.at;
+    std::erase_if(forwarded_, [&](const Forwarded& f) { return f.atomic == d.node; });
+    if (refetch) {
+      rewind(*refetch, refetch->taken_pc);
+      co_return true;
+    }
   }
-  const Bypass* victim = co_await first_replay();
+  const Bypass* victim = co_await first_replay(std::numeric_limits<std::int32_t>::max());
   std::optional<Bypass> replay;
   if (victim != nullptr) replay = *victim;
   bypass_.clear();
@@ -305,19 +397,24 @@ sim::Task<bool> ThreadExec::flush_deferred() {
   co_return true;
 }
 
-sim::Task<const ThreadExec::Bypass*> ThreadExec::first_replay() {
+sim::Task<std::uint64_t> ThreadExec::value_of(std::int32_t node) {
+  const Node& n = nodes_[static_cast<std::size_t>(node)];
+  if (n.known) co_return n.value;
+  const cpu::LoadFuture f = futures_[static_cast<std::size_t>(n.future)];
+  co_return co_await f.value();
+}
+
+sim::Task<const ThreadExec::Bypass*> ThreadExec::first_replay(std::int32_t before) {
   const Bypass* victim = nullptr;
   for (const Bypass& b : bypass_) {
+    if (b.node >= before) continue;
     if (victim != nullptr && victim->node < b.node) continue;  // an older one replays it anyway
     for (const Late& l : late_) {
       if (l.node >= b.node || !fabric::overlaps(b.addr, b.size, l.addr, l.size)) continue;
-      bool replay = l.atomic || b.addr != l.addr || b.size != l.size;
-      if (!replay) {  // two loads of the same bytes: fine if they read the same value (RSW)
-        const auto future_of = [&](std::int32_t node) -> const cpu::LoadFuture& {
-          return futures_[static_cast<std::size_t>(nodes_[static_cast<std::size_t>(node)].future)];
-        };
-        const std::uint64_t older = co_await future_of(l.node).value();
-        const std::uint64_t younger = co_await future_of(b.node).value();
+      bool replay = l.wrote || b.addr != l.addr || b.size != l.size;
+      if (!replay) {  // two reads of the same bytes: fine if they read the same value (RSW)
+        const std::uint64_t older = mask(co_await value_of(l.node), l.size);
+        const std::uint64_t younger = mask(co_await value_of(b.node), b.size);
         replay = older != younger;
       }
       if (replay) {
@@ -347,11 +444,20 @@ sim::Task<bool> ThreadExec::resolve_branches() {
       continue;
     }
     const Checkpoint wrong = cp;
-    rewind(wrong, taken ? wrong.taken_pc : wrong.fallthrough_pc);  // the wrong path's loads are dropped
+    rewind(wrong, taken ? wrong.taken_pc : wrong.fallthrough_pc);  // the wrong path's loads and held stores are dropped
     speculation_.clear();
+    co_await release_held();
     co_return true;
   }
+  co_await release_held();
   co_return false;
+}
+
+sim::Task<void> ThreadExec::release_held() {
+  // The stores of the path that turned out right enter the store buffer, in program order.
+  const std::vector<Held> held = std::move(held_);
+  held_.clear();
+  for (const Held& h : held) co_await cpu_.store(h.addr, h.size, h.value, cpu::Order::relaxed);
 }
 
 sim::Task<void> ThreadExec::run(sim::Tick start) {
@@ -366,24 +472,58 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
     }
     const Instr& in = code[static_cast<std::size_t>(pc_)];
     if (++steps > kMaxSteps) fail(in, fmt::format("the thread ran {} instructions without ending", kMaxSteps));
+    if (const int loc = thread_.code_location.empty() ? -1 : thread_.code_location[static_cast<std::size_t>(pc_)];
+        loc >= 0) {
+      // Variant=ifetch: an instruction another thread may write is fetched
+      // from memory first, a coherent read in program order; what it holds
+      // then is executed (the test's instruction, NOP, or B).
+      const std::uint64_t word = co_await cpu_.load(layout_->base[static_cast<std::size_t>(loc)], 4);
+      if (word != static_cast<std::uint64_t>(test_.locations[static_cast<std::size_t>(loc)].init[0])) {
+        if (word == kNopEncoding) {
+          ++pc_;
+          continue;
+        }
+        if ((word & kBranchOpcodeMask) != kBranchEncoding)
+          fail(in, fmt::format("fetched {:#x}: an instruction the runner does not execute", word));
+        const std::int64_t target = pc_ + sign_extend(word << 6, 4) / 64;  // imm26, in instructions
+        if (target < 0 || target > static_cast<std::int64_t>(code.size()))
+          fail(in, fmt::format("fetched {:#x}: a branch outside the thread's code", word));
+        pc_ = static_cast<int>(target);
+        continue;
+      }
+    }
     if (!deferred_.empty() && !may_pass_deferred(in) && co_await flush_deferred()) continue;
-    if (serializing(in.op) && !speculation_.empty() && co_await resolve_branches()) continue;
+    if (!held_.empty() && !may_pass_held(in) && co_await resolve_branches()) continue;
+    if (serializing(in.op) && !speculation_.empty() && !holdable(in) && co_await resolve_branches()) continue;
     fabric::Addr addr = 0;
     if (accesses_memory(in.op)) {
       const Val av = address(in.addr);
       if (deferrable(in)) {
-        const Val a = operand(in.a), b = in.op == Op::rmw ? operand(in.b) : Val{};
-        // An atomic also waits behind older deferred operations (it writes).
-        if (!known(av) || !known(a) || !known(b) || (in.op == Op::rmw && !deferred_.empty())) {
+        const bool atomic = in.op == Op::rmw;
+        const Val a = operand(in.a), b = atomic ? operand(in.b) : Val{};
+        // An atomic is always deferred: its read is issued early (once its
+        // address is known and older deferred accesses are done), its write is
+        // performed when a later access needs it (flush_deferred).
+        if (atomic || !known(av) || !known(a) || !known(b)) {
           // (Not on a predicted path: a wrong path's address may lie anywhere.)
           if (deferred_.size() < kMaxDeferred && speculation_.empty()) {  // later independent loads go first
             const Checkpoint at = checkpoint(pc_);
-            futures_.emplace_back();  // issued by flush_deferred
+            futures_.emplace_back();  // issued by flush_deferred (an atomic: by issue_atomic_read)
             nodes_.push_back(Node{Kind::load, 0, static_cast<std::uint8_t>(in.size), false,
                                   static_cast<std::int32_t>(futures_.size() - 1), {}, {}, {}, 0});
             const auto node = static_cast<std::int32_t>(nodes_.size() - 1);
-            deferred_.push_back(Deferred{pc_, av, a, b, node, at});
-            set(in.dst, Val{node, 0}, in.dst_width);
+            Deferred d{pc_, av, a, b, node, at};
+            Val result{node, 0};
+            // A successful CAS returns Rs, which herd's model gives no
+            // dependency on the atomic's read: predicted (stream litmus.branch)
+            // when Rs is known, checked when the CAS is performed.
+            if (atomic && in.rmw_op == fabric::RmwOp::cas && known(b) && branch_rng_.below(2) == 1) {
+              d.predicted = true;
+              d.prediction = mask(eval(b), in.size);
+              result = Val{-1, d.prediction};
+            }
+            deferred_.push_back(d);
+            set(in.dst, result, in.dst_width);
             ++pc_;
             continue;
           }
@@ -407,6 +547,7 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
           Val{-1, eval(base) + static_cast<std::uint64_t>(in.addr.offset)};
     }
     const int next = pc_ + 1;
+    if (in.order == cpu::Order::release || in.order == cpu::Order::full) released_ = true;
     switch (in.op) {
       case Op::nop: break;
       case Op::mov: set(in.dst, operand(in.a), in.dst_width); break;
@@ -425,9 +566,52 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
         flag_b_ = operand(in.b);
         flag_width_ = in.a.width;
         break;
-      case Op::csel: set(in.dst, make(Kind::select, 0, in.dst_width, flags_condition(in.cond), operand(in.a), operand(in.b)), in.dst_width); break;
+      case Op::csel: {
+        // herd's AArch64 semantics read NZCV for ordering only and choose
+        // between the two source registers: the result depends on the register
+        // chosen, not on the flags (LB+CSEL4, MP+rel+CSEL are Allowed). A known
+        // condition reads only the chosen register; two equal sources need no
+        // condition at all. Otherwise the condition is awaited (stronger than
+        // herd, never unsound).
+        const Val condition = flags_condition(in.cond), chosen = operand(in.a), other = operand(in.b);
+        if (known(condition))
+          set(in.dst, eval(condition) != 0 ? chosen : other, in.dst_width);
+        else if (chosen.node == other.node && chosen.k == other.k)
+          set(in.dst, chosen, in.dst_width);
+        else
+          set(in.dst, make(Kind::select, 0, in.dst_width, condition, chosen, other), in.dst_width);
+        break;
+      }
       case Op::load:
       case Op::load_pair: {
+        const int bytes = in.op == Op::load_pair ? 2 * in.size : in.size;
+        if (const auto held = std::find_if(held_.rbegin(), held_.rend(),
+                                           [&](const Held& h) { return fabric::overlaps(h.addr, h.size, addr, bytes); });
+            held != held_.rend()) {
+          // Forwarded a held store's value when it covers exactly these bytes
+          // (an LDAR only if no release ran before it: RCsc); else the branches
+          // resolve first and the load runs again.
+          const bool exact = in.op == Op::load && held->addr == addr && held->size == in.size;
+          if (!exact || (in.order == cpu::Order::acquire && released_)) {
+            co_await resolve_branches();
+            continue;
+          }
+          nodes_.push_back(Node{Kind::load, 0, static_cast<std::uint8_t>(in.size), true, -1, {}, {}, {}, held->value});
+          set(in.dst, Val{static_cast<std::int32_t>(nodes_.size() - 1), 0}, in.dst_width);
+          break;
+        }
+        // Forwarded from the newest deferred atomic's write, or (stream
+        // litmus.branch: whether the atomic will write is not known yet) not.
+        if (const Deferred* from = in.op == Op::load ? forwarding_atomic(addr, in.size) : nullptr;
+            from != nullptr && branch_rng_.below(2) == 1) {
+          const std::uint64_t v = mask(eval(from->a), in.size);
+          const Checkpoint at = checkpoint(pc_);
+          nodes_.push_back(Node{Kind::load, 0, static_cast<std::uint8_t>(in.size), true, -1, {}, {}, {}, v});
+          const auto node = static_cast<std::int32_t>(nodes_.size() - 1);
+          forwarded_.push_back(Forwarded{from->node, node, v, at});
+          set(in.dst, Val{node, 0}, in.dst_width);
+          break;
+        }
         if (!deferred_.empty())  // a plain load passing deferred ones: replayed if they turn out to overlap
           bypass_.push_back(Bypass{addr, in.size, static_cast<std::int32_t>(nodes_.size()), checkpoint(pc_)});
         for (int part = 0; part < (in.op == Op::load_pair ? 2 : 1); ++part) {
@@ -442,6 +626,11 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
       case Op::store_pair: {
         const Val first = operand(in.a);
         const std::uint64_t v = known(first) ? eval(first) : co_await force(first);
+        if (!speculation_.empty()) {  // holdable: its branches resolve before it enters the store buffer
+          nodes_.push_back(Node{Kind::load, 0, 8, true, -1, {}, {}, {}, 0});
+          held_.push_back(Held{addr, in.size, mask(v, in.size), static_cast<std::int32_t>(nodes_.size() - 1)});
+          break;
+        }
         co_await cpu_.store(addr, in.size, mask(v, in.size), in.order);
         if (in.op == Op::store_pair) {
           const Val second = operand(in.b);

@@ -71,8 +71,10 @@ class ThreadExec {
   struct Deferred {
     int pc;
     Val address, a, b;  ///< its address and operands as they were at its turn
-    std::int32_t node;  ///< its result
+    std::int32_t node;  ///< its result (an atomic: the value its read returned early, once issued)
     Checkpoint at;      ///< the state at its turn (a load issued early is replayed from here)
+    bool predicted = false;       ///< a CAS whose result was predicted to be Rs (success)
+    std::uint64_t prediction = 0; ///< that predicted result
   };
   /// A plain load issued while older ones were deferred: replayed (execution
   /// rewound to it) if an older one turns out to access its bytes and the
@@ -84,32 +86,65 @@ class ThreadExec {
     Checkpoint at;
   };
   /// A deferred access once performed: the older side of the overlap check
-  /// against every younger load issued before it (an atomic: any overlap
-  /// replays the younger load; a load: only a different value).
+  /// against every younger load issued before it (an atomic that wrote: any
+  /// overlap replays the younger load; a load or a failed CAS: only a
+  /// different value).
   struct Late {
     fabric::Addr addr;
     int size;
     std::int32_t node;
-    bool atomic;
+    bool wrote;
+  };
+  /// A load satisfied from the write of the newest deferred atomic (a CAS or
+  /// SWP whose address and data are known) before it is performed, as a store
+  /// buffer forwards: replayed if the atomic turns out not to write that value.
+  struct Forwarded {
+    std::int32_t atomic;  ///< the atomic's node
+    std::int32_t node;    ///< the load's node (its value)
+    std::uint64_t value;
+    Checkpoint at;
+  };
+  /// A plain store on a predicted path: held here (not yet in the CPU's store
+  /// buffer) until its branches resolve, and forwarded to later loads of its
+  /// bytes meanwhile; dropped with the path if it was wrong.
+  struct Held {
+    fabric::Addr addr;
+    int size;
+    std::uint64_t value;
+    std::int32_t node;  ///< a node marking its place in program order (for rewinds)
   };
   bool known(Val v) const { return v.node < 0 || nodes_[static_cast<std::size_t>(v.node)].known; }
   /// True when `v` can be evaluated without waiting (the loads it needs have completed).
   bool ready_now(Val v);
   /// True when `in` may be executed while older operations are deferred.
   bool may_pass_deferred(const Instr& in) const;
+  /// True when `in` is a store that may be held on a predicted path (arm64, plain, no writeback).
+  bool holdable(const Instr& in) const;
+  /// True when `in` may execute while stores are held (it neither orders them nor writes).
+  bool may_pass_held(const Instr& in) const;
   /// True when `in` may itself be deferred.
   bool deferrable(const Instr& in) const;
   /// Performs every deferred operation, oldest first; true when a bypassing
   /// load had to be replayed (pc_ rewound).
   sim::Task<bool> flush_deferred();
-  /// After a flush: the oldest younger load that overlaps an older deferred
-  /// access and may disagree with it (see Late), or nullptr.
-  sim::Task<const Bypass*> first_replay();
+  /// The oldest load issued past an older deferred access (and older than
+  /// node `before`) that overlaps it and may disagree with it (see Late), or nullptr.
+  sim::Task<const Bypass*> first_replay(std::int32_t before);
+  /// Issues the read of the oldest deferred atomic early, as a plain load,
+  /// once its address is known (unless its result was predicted).
+  void issue_atomic_read(const Deferred& d);
+  /// The newest deferred operation, if it is a CAS or SWP whose address is
+  /// exactly [addr, addr + size) and whose data is known; else nullptr.
+  const Deferred* forwarding_atomic(fabric::Addr addr, int size) const;
+  /// The value of a performed load or atomic's node.
+  sim::Task<std::uint64_t> value_of(std::int32_t node);
   Checkpoint checkpoint(int pc) const;
   void rewind(const Checkpoint& cp, int pc);
   std::uint64_t eval(Val v);
   int first_pending_load(Val v) const;
   sim::Task<std::uint64_t> force(Val v);
+  /// Puts the held stores (those of the path that resolved right) into the CPU's store buffer.
+  sim::Task<void> release_held();
   /// Resolves every predicted branch, oldest first; true when one was wrong (pc_ rewound).
   sim::Task<bool> resolve_branches();
   Val make(Kind k, std::uint8_t sub, int width, Val a, Val b = {}, Val c = {});
@@ -135,6 +170,9 @@ class ThreadExec {
   std::vector<Deferred> deferred_;
   std::vector<Bypass> bypass_;
   std::vector<Late> late_;
+  std::vector<Forwarded> forwarded_;
+  std::vector<Held> held_;
+  bool released_ = false;  ///< a release store or atomic ran (an LDAR then is not forwarded a held store: RCsc)
   int pc_ = 0;
   std::array<std::uint64_t, kRegisterCount> final_{};
   std::vector<int> final_registers_;  ///< the registers the test's cells name for this thread

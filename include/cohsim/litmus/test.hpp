@@ -41,6 +41,8 @@ struct Location {
   int elements = 1;                     ///< 1, or the array length
   std::vector<std::int64_t> init;       ///< initial value per element
   std::vector<int> init_pointer;        ///< per element: index of a location whose address it holds, or -1
+  int code_thread = -1;                 ///< (Variant=ifetch) an instruction of this thread, at `code_label`
+  std::string code_label;               ///< its label; init[0] is then the instruction's encoding
 };
 
 /// A value an operand or an initial register holds: a number or a location's address.
@@ -122,6 +124,9 @@ struct Instr {
 /// One thread's program and initial registers.
 struct Thread {
   std::vector<Instr> code;
+  /// (Variant=ifetch) per instruction: the location holding it when another
+  /// thread may write it (its label is a value of the test), else -1.
+  std::vector<int> code_location;
   std::vector<std::pair<int, Value>> init;  ///< register -> initial value
 };
 
@@ -153,6 +158,7 @@ struct Test {
   Arch arch = Arch::aarch64;
   std::string arch_word;       ///< the first word as written
   std::string unsupported;     ///< e.g. "instruction 'TLBI VAAE1IS,X9' (line 9)"
+  bool ifetch = false;         ///< Variant=ifetch: instructions are fetched from memory another thread may write
   std::vector<Location> locations;
   std::vector<Thread> threads;
   std::vector<Cell> cells;     ///< what the final state records: `locations [...]` and the condition's cells, in order of appearance
@@ -160,6 +166,11 @@ struct Test {
   Prop prop;
   std::string condition;       ///< the condition, printed as herd does
 };
+
+/// (Variant=ifetch) The AArch64 encodings an instruction written to memory may
+/// have for the runner to execute it when fetched: NOP and B (imm26 words).
+inline constexpr std::uint32_t kNopEncoding = 0xd503201f;
+inline constexpr std::uint32_t kBranchEncoding = 0x14000000, kBranchOpcodeMask = 0xfc000000;
 
 /// Parses the text of a test file (`file` names it in errors).
 Test parse_test(std::string_view text, const std::string& file);
