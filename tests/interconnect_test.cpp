@@ -308,3 +308,22 @@ TEST_CASE("spinlock scenarios on every platform that has one run with their defa
     CHECK(out.results.get("share_max") == 0.25);
   }
 }
+
+TEST_CASE("a spinlock start stagger lets the seed choose the turn order of a FIFO lock; without it every seed gives "
+          "the same order",
+          "[spinlock]") {
+  // qspinlock at {0,1,24,25}: the lock passes across the die at every hand-off, or at every other one, depending on
+  // which CPU got in line first; the flip stream alone (the seed without a stagger) does not change that.
+  auto cross_die_handoffs = [](const std::string& stagger, std::uint64_t seed) {
+    auto out = cli::run_scenario(source_path("configs/scenarios/spinlock-kunpeng920.json"), "qspinlock",
+                                 {{"sections", "200"}, {"cpus", "0,1,24,25"}, {"start_stagger", stagger}}, seed, false);
+    return out.results.get("handoffs.cross_die");
+  };
+  std::set<double> together, staggered;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    together.insert(cross_die_handoffs("0ns", seed));
+    staggered.insert(cross_die_handoffs("500ns", seed));
+  }
+  CHECK(together.size() == 1);
+  CHECK(staggered.size() > 1);
+}
