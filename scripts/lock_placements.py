@@ -11,9 +11,12 @@ Every point runs `cohsim run SCENARIO --variant KIND --set cpus=PLACEMENT
 --seed S --json DIR/KIND-PLACEMENT-S.json -q` from the repo root. Columns,
 per critical section unless said otherwise:
   ms            total_ms, mean over seeds, with [min, max] when the seeds differ
+With --set start_stagger=1us the threads start at random times and the seed
+chooses a FIFO lock's turn order (docs/locks.md).
   same-die      hand-offs to a CPU of the releaser's die (handoffs.cluster + .die), in %
   cross-die     hand-offs to a CPU of another die (handoffs.cross_die + .socket), in %
   kept          the releaser took it again (reacquired), in %
+                (these three: min-max over the seeds when they differ)
   share         share_min-share_max of the sections per CPU
   xfer c/d/x/s  the lock line's cache-to-cache transfers by hop class (cluster,
                 die, cross_die, socket)
@@ -64,16 +67,18 @@ def row(kind, cpus, docs):
         return statistics.mean(f(d) for d in docs)
 
     def handoff_share(classes):
-        return 100 * mean(lambda d: sum(d["metrics"].get(f"handoffs.{c}", 0) for c in classes)) / (sections - 1)
+        shares = [100 * sum(d["metrics"].get(f"handoffs.{c}", 0) for c in classes) / (sections - 1) if classes
+                  else 100 * d["metrics"]["reacquired"] / (sections - 1) for d in docs]
+        lo, hi = round(min(shares)), round(max(shares))
+        return f"{lo}" if lo == hi else f"{lo}-{hi}"
 
     time = f"{statistics.mean(ms):.3f}"
     if max(ms) - min(ms) > 5e-4:
         time += f" [{min(ms):.3f}, {max(ms):.3f}]"
     xfer = "/".join(f"{mean(lambda d: lock_line(d)['transfers'].get(h, 0)) / sections:.2f}" for h in HOPS)
     share = f"{mean(lambda d: d['metrics']['share_min']):.2f}-{mean(lambda d: d['metrics']['share_max']):.2f}"
-    return (f"| {kind} | {{{cpus}}} | {time} | {handoff_share(['cluster', 'die']):.0f} | "
-            f"{handoff_share(['cross_die', 'socket']):.0f} | "
-            f"{100 * mean(lambda d: d['metrics']['reacquired']) / (sections - 1):.0f} | {share} | {xfer} | "
+    return (f"| {kind} | {{{cpus}}} | {time} | {handoff_share(['cluster', 'die'])} | "
+            f"{handoff_share(['cross_die', 'socket'])} | {handoff_share([])} | {share} | {xfer} | "
             f"{mean(lambda d: lock_line(d)['llc_atomics']) / sections:.2f} | "
             f"{mean(lambda d: lock_line(d)['memory_reads']) / sections:.2f} | "
             f"{mean(lambda d: lock_line(d)['wait_ns']) / sections:.0f} |")
