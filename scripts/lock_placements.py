@@ -23,7 +23,8 @@ chooses a FIFO lock's turn order (docs/locks.md).
   L3 atomics    atomics executed in a die's L3 on the lock line (llc_atomics)
   reads         data reads at the home for the lock line (memory_reads)
   wait ns       time requests for the lock line waited at its home (wait_ns)
-Exit status: 0 every point ran, 1 a run failed, 2 bad arguments.
+Exit status: 0 every point ran, 1 a run failed, 2 bad arguments or bad input
+(cohsim's message is printed; the table stops there).
 """
 
 import argparse
@@ -45,6 +46,9 @@ def run_point(args, kind, cpus, seed):
     for s in args.set:
         cmd += ["--set", s]
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    if done.returncode == 2:  # bad input (scenario, override, CPU list): the same for every point
+        sys.stderr.write(done.stderr)
+        sys.exit(2)
     if done.returncode != 0:
         sys.stderr.write(f"failed: {' '.join(cmd)}\n{done.stderr}")
         return None
