@@ -308,3 +308,39 @@ TEST_CASE("spinlock scenarios on every platform that has one run with their defa
     CHECK(out.results.get("share_max") == 0.25);
   }
 }
+
+TEST_CASE("a spinlock start stagger lets the seed choose the turn order of a FIFO lock; without it every seed gives "
+          "the same order",
+          "[spinlock]") {
+  // qspinlock at {0,1,24,25}: the lock passes across the die at every hand-off, or at every other one, depending on
+  // which CPU got in line first; the flip stream alone (the seed without a stagger) does not change that.
+  auto cross_die_handoffs = [](const std::string& stagger, std::uint64_t seed) {
+    auto out = cli::run_scenario(source_path("configs/scenarios/spinlock-kunpeng920.json"), "qspinlock",
+                                 {{"sections", "200"}, {"cpus", "0,1,24,25"}, {"start_stagger", stagger}}, seed, false);
+    return out.results.get("handoffs.cross_die");
+  };
+  std::set<double> together, staggered;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    together.insert(cross_die_handoffs("0ns", seed));
+    staggered.insert(cross_die_handoffs("500ns", seed));
+  }
+  CHECK(together.size() == 1);
+  CHECK(staggered.size() > 1);
+}
+
+TEST_CASE("on kunpeng920 the releaser of a glibc spinlock takes it again, while each release still sends every spinner "
+          "to a failing CAS in the die's L3",
+          "[spinlock]") {
+  // docs/locks.md: the unlock store waits for the line, the releaser's SWPA follows it at once, and the spinners
+  // (a reload, then a CASA) arrive second: 1 SWP and 3 failed CASes per section, all executed in die 0's L3.
+  const int sections = 200;
+  auto out = cli::run_scenario(source_path("configs/scenarios/spinlock-kunpeng920.json"), "tas",
+                               {{"sections", std::to_string(sections)}, {"cpus", "0,1,2,3"}}, std::nullopt, false);
+  CHECK(out.results.get("reacquired") == sections - 1);
+  CHECK(out.results.get("share_max") == 1);
+  const auto& lock = out.doc["contention"][0];
+  REQUIRE(lock["symbol"] == "spinlock.tas");
+  CHECK(lock["llc_atomics"].get<double>() >= 4 * sections);
+  CHECK(lock["llc_atomics"].get<double>() <= 4 * sections + 16);  // plus the first round's attempts
+  CHECK(!lock["transfers"].contains("cross_die"));
+}

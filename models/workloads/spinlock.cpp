@@ -12,7 +12,9 @@
 //   qspinlock Linux qspinlock (kernel/locking/qspinlock.c, v5.9, NR_CPUS < 16K):
 //             cmpxchg fast path; a pending bit for the first waiter; an MCS queue
 //             of per-CPU nodes for the rest, each spinning on its own node.
-// The lock and the array are a module's globals: on the node of the first CPU
+// The threads start together, or each at a random time below `start_stagger`
+// (a FIFO lock keeps the turn order its first round set, so the stagger lets
+// the seed choose that order). The lock and the array are a module's globals: on the node of the first CPU
 // of the list (the one that loaded the module) unless `home_node` says otherwise.
 #include <algorithm>
 #include <array>
@@ -51,6 +53,10 @@ class Spinlock : public scenario::Workload {
         "cs_cycles", Spec{.doc = "arithmetic inside the critical section, in core cycles", .def = 20, .min = 0, .max = 1e7}));
     think_cycles_ = static_cast<double>(p.integer(
         "think_cycles", Spec{.doc = "work between two acquisitions, in core cycles", .def = 50, .min = 0, .max = 1e8}));
+    start_stagger_ = p.time("start_stagger", Spec{.doc = "each thread starts at a random time in [0, this): which CPU "
+                                                          "reaches the lock first, and so the turn order of a FIFO lock, "
+                                                          "then depends on the seed (0: all start together)",
+                                                   .def = "0ns", .min = 0, .max = 1e12});
     const int nodes = m.topology().node_count();
     home_node_ = static_cast<int>(p.integer(
         "home_node", Spec{.doc = "node of the lock and the array (-1: the node of the first CPU, which loaded the module)",
@@ -91,6 +97,10 @@ class Spinlock : public scenario::Workload {
   Task<void> thread(int cpu) {
     Cpu& c = m_.cpu(cpu);
     sim::RandomStream rng(m_.seed(), fmt::format("spinlock.flip.cpu{}", cpu));
+    if (start_stagger_ > 0) {
+      sim::RandomStream start(m_.seed(), fmt::format("spinlock.start.cpu{}", cpu));
+      co_await m_.sim().delay(static_cast<sim::Tick>(start.below(static_cast<std::uint64_t>(start_stagger_))));
+    }
     for (;;) {
       co_await lock(c);
       if (taken_ >= sections_) {
@@ -133,6 +143,7 @@ class Spinlock : public scenario::Workload {
   std::int64_t sections_ = 0;
   std::uint64_t array_bytes_ = 0;
   double cs_cycles_ = 0, think_cycles_ = 0;
+  sim::Tick start_stagger_ = 0;
   int home_node_ = -1;
   Addr lock_ = 0, array_ = 0;
   std::optional<kernel::Qnodes> qnodes_;
