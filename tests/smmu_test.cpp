@@ -338,3 +338,34 @@ TEST_CASE("With dma_wmb the SMMU never reads a command before it is visible", "[
   CHECK(with.get("stale_commands") == 0);
   CHECK(with.failures.empty());
 }
+
+TEST_CASE("dma-map-bench counts failed claim CASes per call and attributes each claim atomic to its CPU's die",
+          "[smmu]") {
+  // CPUs 0-23 sit on die 0, 24-31 on die 1, and 32 CPUs contend: with
+  // atomics in the requester die's L3 these are the atomics each die's L3
+  // executes on the claim word.
+  const std::string cpus = "32";
+  auto run = [&](const char* variant) {
+    auto s = scenario::load_scenario(COHSIM_SOURCE_DIR "/configs/scenarios/smmu-kunpeng920.json", variant,
+                                     {{"cpus", cpus}, {"duration", "300us"}, {"warmup", "50us"}});
+    scenario::Run r(s, 1);
+    return r.execute();
+  };
+  const scenario::Results cas = run("cmpxchg");
+  const double die0 = cas.get("claim_atomics_per_call.die0"), die1 = cas.get("claim_atomics_per_call.die1");
+  CHECK(cas.has("claim_atomics_per_call.die0"));
+  CHECK(die1 > 0);
+  CHECK_FALSE(cas.has("claim_atomics_per_call.die2"));
+  // The per-die means weigh 24 CPUs of die 0 and 8 of die 1.
+  CHECK((24 * cas.get("ops_per_cpu_per_s.die0") + 8 * cas.get("ops_per_cpu_per_s.die1")) / 32 ==
+        Approx(cas.get("ops_per_cpu_per_s")).epsilon(1e-9));
+  CHECK_FALSE(cas.has("ops_per_cpu_per_s.die2"));
+  CHECK(cas.get("claim_failures_per_call") > 0);
+  // One successful claim per call: every other claim atomic failed.
+  CHECK(die0 + die1 == Approx(1 + cas.get("claim_failures_per_call")).epsilon(1e-9));
+  CHECK(cas.get("cmpxchg_attempts_per_success") == Approx(die0 + die1).epsilon(1e-9));
+
+  const scenario::Results add = run("fetch-add");
+  CHECK(add.get("claim_failures_per_call") == 0);
+  CHECK(add.get("claim_atomics_per_call.die0") + add.get("claim_atomics_per_call.die1") == Approx(1.0).epsilon(1e-9));
+}

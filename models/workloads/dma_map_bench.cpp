@@ -4,6 +4,7 @@
 // each unmap issues CMD_TLBI_NH_VA + CMD_SYNC in one
 // arm_smmu_cmdq_issue_cmdlist call; the map issues no command.
 #include <algorithm>
+#include <map>
 #include <fmt/format.h>
 
 #include "cohsim/devices/smmu.hpp"
@@ -173,6 +174,15 @@ class DmaMapBench : public scenario::Workload {
     r.add("ops_per_cpu_median", median(per_cpu));
     r.add("ops_per_cpu_max", *std::max_element(per_cpu.begin(), per_cpu.end()));
     r.add("cpus", static_cast<double>(cpus_.size()));
+    // Mean ops per CPU per second of each die's benchmark CPUs (who wins the contended lines).
+    std::map<int, std::pair<double, int>> per_die;
+    for (std::size_t i = 0; i < cpus_.size(); ++i) {
+      auto& [sum, n] = per_die[m_.topology().cpu(cpus_[i]).die_global];
+      sum += per_cpu[i];
+      ++n;
+    }
+    for (const auto& [die, sum_n] : per_die)
+      r.add(fmt::format("ops_per_cpu_per_s.die{}", die), sum_n.first / sum_n.second);
     Tick op_time = 0;
     for (Tick t : op_time_) op_time += t;
     r.add("op_ns_mean", total_ops ? sim::to_ns(op_time) / static_cast<double>(total_ops) : 0.0);
@@ -182,6 +192,15 @@ class DmaMapBench : public scenario::Workload {
     auto per_call = [&](double x) { return d.calls ? x / static_cast<double>(d.calls) : 0.0; };
     r.add("cmpxchg_attempts_per_success",
           d.claim_successes ? static_cast<double>(d.claim_attempts) / static_cast<double>(d.claim_successes) : 0.0);
+    // A failed CAS of the claim word per call (fetch-add never fails); and the
+    // claim atomics per call issued from each die's CPUs, which with
+    // coherence.atomics cas/ld_op "llc" execute in that die's L3.
+    r.add("claim_failures_per_call", per_call(static_cast<double>(d.claim_attempts - d.claim_successes)));
+    std::map<int, std::uint64_t> claim_atomics_by_die;
+    for (std::size_t i = 0; i < cpus_.size(); ++i)
+      claim_atomics_by_die[m_.topology().cpu(cpus_[i]).die_global] += driver_[i].claim_attempts;
+    for (const auto& [die, atomics] : claim_atomics_by_die)
+      r.add(fmt::format("claim_atomics_per_call.die{}", die), per_call(static_cast<double>(atomics)));
     r.add("commands_per_batch", d.owner_batches ? 2.0 * static_cast<double>(d.calls) / static_cast<double>(d.owner_batches) : 0.0);
     r.add("sync_spins_per_call", per_call(static_cast<double>(d.sync_spins)));
     r.add("sync_wakeups_per_call", per_call(static_cast<double>(d.sync_wakeups)));
