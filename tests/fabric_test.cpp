@@ -350,10 +350,18 @@ TEST_CASE("a duplicate protocol row is rejected when the table is built", "[fabr
 
 TEST_CASE("random traffic from CPUs, a device and far atomics exercises every protocol row", "[fabric][selftest]") {
   SharedTables tables;
-  for (const bool far : {false, true}) {
-    json doc = with_tiny_caches(platform_json());
-    if (far) doc["coherence"]["atomics"] = all_atomics("home");
-    Rig r(doc, &tables.cache, &tables.dir, far ? 2 : 1);
+  // Atomics in the core, at the home, and in the requester die's L3 with a
+  // per-die LLC (tiny, so that its victims evict the L3's own copies).
+  for (const std::string mode : {"near", "home", "die-llc"}) {
+    INFO("atomics: " << mode);
+    json doc = with_tiny_caches(mode == "die-llc" ? platform_json_as_shipped() : platform_json());
+    if (mode == "home") doc["coherence"]["atomics"] = all_atomics("home");
+    if (mode == "die-llc") {
+      REQUIRE(doc["caches"]["llc"]["placement"] == "die");
+      set_value(doc, "caches.llc.size", "256B");
+      set_value(doc, "caches.llc.assoc", 2);
+    }
+    Rig r(doc, &tables.cache, &tables.dir, mode == "near" ? 1 : 2);
     const int dev = r.icn->add_device("test-device", 0);
     std::vector<Addr> lines;
     for (int i = 0; i < 6; ++i) lines.push_back(r.line(i % 4, fmt::format("line{}", i)));

@@ -111,7 +111,8 @@ Task<void> Fabric::request(int agent, int ep, Addr line, DirEvent kind) {
   }
   co_await sim_.delay(t.complete_at - sim_.now());
   cache_event(agent, line, t.response, &t);
-  if (p_.llc_per_die) llc_filled(agent, line, t.event != DirEvent::GetS);
+  // Exclusive (E or M, a GetS answered exclusive too): other dies' copies are gone.
+  if (p_.llc_per_die) llc_filled(agent, line, t.response == CacheEvent::DataExcl);
   if (!is_llc_agent(agent)) {
     // Install in the tag arrays; a capacity victim is evicted.
     PrivateCache& c = cache(agent);
@@ -168,7 +169,9 @@ void Fabric::llc_filled(int agent, Addr line, bool exclusive) {
   const int l3 = llc_agent(die);
   auto victim = llc_[static_cast<std::size_t>(die)].insert(line, [&](Addr v) {
     auto it = cache(l3).lines.find(v);
-    return v != line && (it == cache(l3).lines.end() || !is_transient(it->second.state));
+    if (it == cache(l3).lines.end()) return v != line;
+    // Not the L3's copy of a line in flight or with atomics still on its ALU.
+    return v != line && !is_transient(it->second.state) && it->second.alu_busy <= sim_.now();
   });
   // The L3's own copy of a victim goes back to its home; the cores' copies stay.
   if (victim && cache(l3).lines.count(*victim) != 0) evict(l3, *victim);

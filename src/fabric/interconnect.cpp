@@ -215,7 +215,9 @@ Tick Interconnect::reserve(Link& l, Tick ready) {
 }
 
 Tick Interconnect::send(int a, int b, Tick at) {
-  if (a == b) return at;
+  // An agent's message to itself (a die's L3 answering its own directory
+  // step) costs nothing; a CPU's to itself crosses its core.
+  if (a == b && endpoint(a).core_global < 0) return at;
   const Path& p = path(a, b);
   Tick t = at;
   for (const Step& s : p.steps) {

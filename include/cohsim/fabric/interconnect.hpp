@@ -91,7 +91,7 @@ class Interconnect {
   /// The path from endpoint a to b (cached).
   const Path& path(int a, int b);
   /// Sends one message leaving `a` at time `at` (not before now); returns its
-  /// arrival time at `b` (`at` itself when a == b), after booking on each link on the way the earliest
+  /// arrival time at `b` (`at` itself when a non-CPU agent sends to itself), after booking on each link on the way the earliest
   /// free slot of the class occupancy at or after the time it gets there.
   Tick send(int a, int b, Tick at);
   /// Unloaded latency between two endpoints.

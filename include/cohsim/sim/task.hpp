@@ -18,6 +18,14 @@ namespace cohsim::sim {
 
 class Process;
 
+#if defined(__SANITIZE_ADDRESS__)
+#define COHSIM_PLAIN_FRAMES 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define COHSIM_PLAIN_FRAMES 1
+#endif
+#endif
+
 namespace detail {
 
 /// Coroutine frames come from per-size free lists (64-byte classes up to
@@ -27,7 +35,7 @@ namespace detail {
 class FramePool {
  public:
   static void* allocate(std::size_t n) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(COHSIM_PLAIN_FRAMES)
     return ::operator new(n);
 #else
     const std::size_t c = class_of(n);
@@ -40,7 +48,7 @@ class FramePool {
 #endif
   }
   static void release(void* p, std::size_t n) noexcept {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(COHSIM_PLAIN_FRAMES)
     ::operator delete(p, n);
 #else
     const std::size_t c = class_of(n);
