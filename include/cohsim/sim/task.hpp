@@ -49,11 +49,11 @@ class FramePool {
   }
   static void release(void* p, std::size_t n) noexcept {
 #if defined(COHSIM_PLAIN_FRAMES)
-    ::operator delete(p, n);
+    ::operator delete(p);
 #else
     const std::size_t c = class_of(n);
     if (c >= kClasses) {
-      ::operator delete(p, n);
+      ::operator delete(p);
       return;
     }
     auto* f = static_cast<FreeFrame*>(p);
