@@ -235,7 +235,9 @@ bool ThreadExec::holdable(const Instr& in) const {
          in.addr.writeback == Address::Writeback::none;
 }
 
-bool ThreadExec::may_pass_held(const Instr& in) const {
+namespace {
+/// Registers and branches only: no access to memory.
+bool touches_no_memory(const Instr& in) {
   switch (in.op) {
     case Op::nop:
     case Op::mov:
@@ -244,11 +246,14 @@ bool ThreadExec::may_pass_held(const Instr& in) const {
     case Op::csel:
     case Op::branch:
     case Op::cbz:
-    case Op::cbnz:
-    case Op::load:
-    case Op::load_pair: return true;
-    default: return holdable(in);
+    case Op::cbnz: return true;
+    default: return false;
   }
+}
+}  // namespace
+
+bool ThreadExec::may_pass_held(const Instr& in) const {
+  return touches_no_memory(in) || in.op == Op::load || in.op == Op::load_pair || holdable(in);
 }
 
 const ThreadExec::Deferred* ThreadExec::forwarding_atomic(fabric::Addr addr, int size) const {
@@ -269,19 +274,7 @@ bool ThreadExec::deferrable(const Instr& in) const {
          (in.order == cpu::Order::relaxed || in.order == cpu::Order::release);
 }
 
-bool ThreadExec::may_pass_deferred(const Instr& in) const {
-  switch (in.op) {
-    case Op::nop:
-    case Op::mov:
-    case Op::alu:
-    case Op::cmp:
-    case Op::csel:
-    case Op::branch:
-    case Op::cbz:
-    case Op::cbnz: return true;
-    default: return deferrable(in);
-  }
-}
+bool ThreadExec::may_pass_deferred(const Instr& in) const { return touches_no_memory(in) || deferrable(in); }
 
 bool ThreadExec::ready_now(Val v) {
   if (known(v)) return true;
