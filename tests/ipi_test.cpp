@@ -401,3 +401,28 @@ TEST_CASE("no barrier variant loses a call of the benchmark: the fully ordered l
   CHECK(res.failures.empty());
   CHECK(res.get("ipis_sent") == 3 * 95);
 }
+
+TEST_CASE("the benchmark's csd lives where the shell forked insmod and its globals where insmod ran, from either socket",
+          "[ipi]") {
+  // Linux: the task's stack (VMAP_STACK) is vmalloc'd at fork on the forking CPU's node; taskset then moves the task;
+  // load_module vmalloc's the module (and its globals) on the CPU running insmod. The scenario's fork_node is 0.
+  const int source = GENERATE(0, 48);
+  auto s = scenario::load_scenario(std::string(COHSIM_SOURCE_DIR) + "/configs/scenarios/ipi-kunpeng920.json", "wmb",
+                                   {{"rounds", "1"}, {"warmup_rounds", "0"}, {"source_cpu", std::to_string(source)}});
+  scenario::Run run(s, 1);
+  run.execute();
+  auto& m = run.machine();
+  int stack_lines = 0, global_lines = 0;
+  for (const auto& [line, st] : m.fabric().line_stats()) {
+    const std::string sym = m.memory().symbol_of(line);
+    if (sym.rfind("insmod stack", 0) == 0) {
+      ++stack_lines;
+      CHECK(m.memory().home_node(line) == 0);
+    } else if (sym.rfind("ipi_benchmark.global", 0) == 0) {
+      ++global_lines;
+      CHECK(m.memory().home_node(line) == m.topology().node_of_cpu(source));
+    }
+  }
+  CHECK(stack_lines == 1);
+  CHECK(global_lines == 7);
+}

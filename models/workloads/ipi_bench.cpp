@@ -43,9 +43,14 @@ class IpiBench : public scenario::Workload {
         "data_node", Spec{.doc = "home node of the module globals (-1: the source CPU's node, where insmod ran)",
                           .def = -1, .min = -1, .max = nodes - 1}));
     stack_node_ = static_cast<int>(p.integer(
-        "stack_node", Spec{.doc = "home node of the insmod task's stack, which holds the csd (-1: the source "
-                                  "CPU's node)",
+        "stack_node", Spec{.doc = "home node of the insmod task's stack, which holds the csd (-1: fork_node, "
+                                  "where the task was forked)",
                            .def = -1, .min = -1, .max = nodes - 1}));
+    fork_node_ = static_cast<int>(p.integer(
+        "fork_node",
+        Spec{.doc = "node of the CPU the shell forked the insmod task on: its kernel stack is vmalloc'd there at "
+                    "fork, before taskset moves the task to source_cpu (-1: the source CPU's node)",
+             .def = -1, .min = -1, .max = nodes - 1}));
     barrier_ = irq::parse_send_barrier(p.choice(
         "barrier", Spec{.doc = "gic_ipi_send_mask barrier: wmb (dsb st, stock v5.17), dsb-ishst (patched), "
                                "dmb-ishst (too weak: a DMB does not order the ICC_SGI1R_EL1 write) or none",
@@ -121,14 +126,18 @@ class IpiBench : public scenario::Workload {
     kernel::SmpCall& smp = *smp_owner;
     smp.set_csd_lock_timeout(csd_lock_timeout_);
     const int self_node = m_.topology().node_of_cpu(source_);
-    // Module globals: each on its own line (____cacheline_aligned), on the
-    // node of the CPU that ran insmod.
+    // Module globals: each on its own line (____cacheline_aligned) in module
+    // memory, which load_module vmalloc'd on the node of the CPU running
+    // insmod (source_cpu: taskset had moved the task before the exec).
     std::vector<fabric::Addr> globals;
     for (int i = 0; i < data_writes_; ++i)
       globals.push_back(m_.memory().alloc(data_node_ >= 0 ? data_node_ : self_node, fabric::kLineBytes,
                                           fabric::kLineBytes, fmt::format("ipi_benchmark.global{}", i)));
-    // The insmod task's kernel stack (16 KiB); the csd sits in its frame.
-    const fabric::Addr stack = m_.memory().alloc(stack_node_ >= 0 ? stack_node_ : self_node, 16384, 16384,
+    // The insmod task's kernel stack (16 KiB, VMAP_STACK): allocated when the
+    // shell forked the task, on that CPU's node; taskset then moved the task
+    // to source_cpu. The csd sits in its frame.
+    const int fork_node = fork_node_ >= 0 ? fork_node_ : self_node;
+    const fabric::Addr stack = m_.memory().alloc(stack_node_ >= 0 ? stack_node_ : fork_node, 16384, 16384,
                                                  fmt::format("insmod stack (cpu{})", source_));
     const fabric::Addr csd = stack + 16384 - 4 * fabric::kLineBytes + csd_offset_;
     const fabric::Addr empty_fn = smp.register_function([](cpu::Cpu&, std::uint64_t) -> Task<void> { co_return; });
@@ -212,7 +221,7 @@ class IpiBench : public scenario::Workload {
   }
 
   Machine& m_;
-  int source_, rounds_, warmup_, data_writes_, data_node_, stack_node_;
+  int source_, rounds_, warmup_, data_writes_, data_node_, stack_node_, fork_node_;
   std::vector<int> targets_;
   kernel::IpiBarrier barrier_;
   Tick csd_lock_timeout_;

@@ -43,6 +43,20 @@ CpuParams::CpuParams(config::Reader r) {
   irq_entry = r.time("irq_entry", Spec{.doc = "exception entry to the first handler instruction", .max = 1e7});
   irq_exit = r.time("irq_exit", Spec{.doc = "exception return", .max = 1e7});
   wfi_wake = r.time("wfi_wake", Spec{.doc = "wake-up from WFI/HLT once an interrupt is pending", .max = 1e8});
+  if (arch == "arm64" || r.schema_mode()) {
+    inner_shareable_completion_at_home = r.boolean(
+        "inner_shareable_completion_at_home",
+        Spec{.doc = "arm64: a store is complete for dsb ish*/osh* only once its home acknowledged it, as for the "
+                    "full system (false: once it is written in this core's cache with ownership)",
+             .def = false});
+    system_dsb_handshake = r.time(
+        "system_dsb_handshake",
+        Spec{.doc = "arm64: a full-system DSB (sy/st, and osh* where outer_shareable_is_full_system) ends with a "
+                    "barrier handshake at the home agent of its own die once its stores are complete: this time "
+                    "beyond the round trip to it",
+             .def = "0",
+             .max = 1e6});
+  }
   if (arch == "arm64" || r.schema_mode())
     outer_shareable_is_full_system = r.boolean(
         "outer_shareable_is_full_system",
@@ -196,8 +210,12 @@ Task<void> Cpu::dsb(Domain d, BarrierType t) {
   if (t != BarrierType::ld) {
     if (system_domain(d)) {
       co_await wait_system_completion();
+      if (p_.system_dsb_handshake > 0) co_await system_barrier_handshake();
     } else {
-      co_await drain_store_buffer();
+      if (d != Domain::nsh && p_.inner_shareable_completion_at_home)
+        co_await wait_home_acknowledged();
+      else
+        co_await drain_store_buffer();
       if (d == Domain::osh)  // Device memory is outer shareable: its posted writes
         co_await wait_device_fence(posted_writes_arrived());
     }
@@ -205,6 +223,14 @@ Task<void> Cpu::dsb(Domain d, BarrierType t) {
   co_await sim_.delay(p_.dsb_cost);
   stats_.barrier_stall += sim_.now() - start;
   if (auto* tr = sim_.tracer()) tr->slice(id_, barrier_name("dsb", d, t), "barrier", start, sim_.now());
+}
+
+Task<void> Cpu::system_barrier_handshake() {
+  // The full-system DSB's barrier transaction: to the home agent of this
+  // CPU's die and back, once every earlier store is complete.
+  auto& icn = fab_.interconnect();
+  const int agent = icn.home_endpoint(icn.topology().node_of_cpu(id_));
+  co_await sim_.delay(icn.latency(id_, agent) + p_.system_dsb_handshake + icn.latency(agent, id_));
 }
 
 Task<void> Cpu::dmb(Domain d, BarrierType t) {

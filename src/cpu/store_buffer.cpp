@@ -199,10 +199,15 @@ Task<void> Cpu::wait_device_fence(Tick until) {
   if (until > sim_.now()) co_await sim_.delay(until - sim_.now());
 }
 
-Task<void> Cpu::wait_system_completion() {
+Task<void> Cpu::wait_home_acknowledged() {
   co_await drain_store_buffer();
-  const Tick done = std::max(last_system_done_, posted_writes_arrived());
-  if (done > sim_.now()) co_await sim_.delay(done - sim_.now());
+  if (last_system_done_ > sim_.now()) co_await sim_.delay(last_system_done_ - sim_.now());
+}
+
+Task<void> Cpu::wait_system_completion() {
+  co_await wait_home_acknowledged();
+  const Tick posted = posted_writes_arrived();
+  if (posted > sim_.now()) co_await sim_.delay(posted - sim_.now());
 }
 
 // ------------------------------------------------------ posted MMIO writes ---

@@ -93,6 +93,8 @@ struct CpuParams {
   Tick tsc_read = 0;            ///< x86: rdtsc, the TSC clocksource's read (core-local)
   Tick wfe_event_stream = 0;    ///< arm64 event stream period waking WFE (0 = off)
   bool outer_shareable_is_full_system = true;  ///< arm64: osh barriers wait like sy (else like ish, plus MMIO)
+  bool inner_shareable_completion_at_home = false;  ///< arm64: dsb ish*/osh* wait for home acknowledgements too
+  Tick system_dsb_handshake = 0;  ///< arm64: a full-system DSB's handshake at its die's home agent, beyond the trip
   Tick irq_entry = 0, irq_exit = 0;  ///< exception entry / return
   Tick wfi_wake = 0;            ///< wake-up from WFI / HLT once an interrupt is pending
   double smt_compute_share = 1;  ///< each thread's share of a solo core while its SMT sibling computes too
@@ -205,8 +207,10 @@ class Cpu {
   Task<void> mfence();
   Task<void> lfence();
   Task<void> sfence();
-  /// Waits until the store buffer is empty (inner-shareable completion).
+  /// Waits until the store buffer is empty (every store written in the cache).
   Task<void> drain_store_buffer();
+  /// Waits until every store so far is written and acknowledged by its home.
+  Task<void> wait_home_acknowledged();
   /// Waits until every store so far has full-system completion, and every
   /// posted MMIO write reached its device.
   Task<void> wait_system_completion();
@@ -340,6 +344,8 @@ class Cpu {
   /// True when a full-system barrier is meant: sy, or osh where the platform
   /// says the outer-shareable domain is the full system.
   bool system_domain(Domain d) const;
+  /// A full-system DSB's closing barrier handshake with its die's home agent.
+  Task<void> system_barrier_handshake();
   double compute_share() const;
   void set_computing(bool on);
 
