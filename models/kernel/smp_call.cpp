@@ -242,6 +242,7 @@ Task<void> SmpCall::gic_ipi_send_mask(cpu::Cpu& c, const std::vector<int>& targe
 Task<void> SmpCall::flush_smp_call_function_queue(cpu::Cpu& c) {
   // v5.17 kernel/smp.c __flush_smp_call_function_queue(true), reached from
   // do_handle_IPI(IPI_CALL_FUNC) -> generic_smp_call_function_interrupt.
+  sim::TraceScope trace(c.sim().tracer(), c.id(), "__flush_smp_call_function_queue", "kernel", c.sim().now());
   const Addr head = call_single_queue(c.id());
   Addr entry = co_await llist_del_all(c, head);
   entry = co_await llist_reverse_order(c, entry);
@@ -281,6 +282,7 @@ Task<void> SmpCall::flush_smp_call_function_queue(cpu::Cpu& c) {
     co_await call(c, func, info);
     csd = csd_next;
   }
+  trace.finish(c.sim().now());
 }
 
 Task<void> SmpCall::idle_loop(cpu::Cpu& c) {

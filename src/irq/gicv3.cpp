@@ -212,6 +212,7 @@ Task<void> Gicv3::take_irq(cpu::Cpu& c) {
   // before the handler; the irq_chip's eoi after it (gic_eoimode1_eoi_irq ->
   // gic_write_dir = msr ICC_DIR_EL1 + isb: deactivation).
   CpuState& s = cpu_state_[static_cast<std::size_t>(c.id())];
+  sim::TraceScope entry(sim_.tracer(), c.id(), "gic_handle_irq: IAR, dsb sy, EOI, dispatch", "irq", sim_.now());
   co_await sim_.delay(p_.iar_read);
   const int intid = acknowledge(c.id());
   co_await c.dsb(cpu::Domain::sy);
@@ -225,6 +226,7 @@ Task<void> Gicv3::take_irq(cpu::Cpu& c) {
   update_signal(c.id());
   co_await c.isb();
   co_await sim_.delay(p_.dispatch);
+  entry.finish(sim_.now());
   if (auto& h = handlers_[static_cast<std::size_t>(intid)]) co_await h(c);
   co_await sim_.delay(p_.dir_write);
   s.active = static_cast<std::uint16_t>(s.active & ~(1u << intid));
