@@ -67,6 +67,7 @@ struct Outcome {
   double hpet_reads_per_s = 0, hpet_busy_pct = 0, hpet_wait_ns_mean = 0, hpet_max_queue = 0;
   double ktime_per_cpu_s = 0, retries_per_ktime = 0, ticks_per_cpu_s = 0, wall_updates_per_s = 0;
   double idle_periods_per_cpu_s = 0, idle_pct = 0;
+  double spin_interrupts_per_s = 0;  ///< interrupts taken inside spins (seqcount, hpet_lock, vDSO loop)
   std::vector<double> jobs_per_cpu;
 };
 
@@ -97,6 +98,11 @@ class Aim7Run {
       return hpet_.stats().busy - hpet_.service_owed(m_.sim().now());
     });
     hpet_queue_wait_ = window_.track([this] { return hpet_.stats().queue_wait; });
+    spin_irqs_ = window_.track([this] {
+      std::uint64_t n = 0;
+      for (int cpu : p_.cpus) n += m_.cpu(cpu).stats().interrupts_in_spins;
+      return n;
+    });
   }
 
   Outcome run() {
@@ -151,7 +157,11 @@ class Aim7Run {
         switch (events_[static_cast<std::size_t>(op)]) {
           case JobEvent::syscall_clock_read: co_await tk_.ktime_get(c); break;  // a system call's timestamp
           case JobEvent::vdso_clock_read: co_await tk_.vdso_clock_gettime(c); break;
-          case JobEvent::timer_arm: co_await tk_.ktime_get(c); break;  // hrtimer_start: base->get_time()
+          case JobEvent::timer_arm:  // hrtimer_start: base->get_time() under the base lock, interrupts off
+            c.local_irq_disable();
+            co_await tk_.ktime_get(c);
+            co_await c.local_irq_enable();
+            break;
           case JobEvent::blocking_wait: co_await idle(c); break;
         }
       }
@@ -236,6 +246,7 @@ class Aim7Run {
     o.wall_updates_per_s = static_cast<double>(updates) / seconds;
     o.idle_periods_per_cpu_s = static_cast<double>(idles) / seconds / static_cast<double>(p_.cpus.size());
     o.idle_pct = 100.0 * static_cast<double>(idle_time) / cpu_time;
+    o.spin_interrupts_per_s = static_cast<double>(window_.delta(spin_irqs_)) / seconds;
     return o;
   }
 
@@ -250,7 +261,7 @@ class Aim7Run {
   std::vector<std::uint64_t> idle_periods_, idle_time_;  ///< per CPU: idle periods ended, time halted in them
   MeasurementWindow window_;
   std::vector<std::size_t> ops_done_, ticks_, idles_, idle_times_;  ///< window counters, per CPU of p_.cpus
-  std::size_t hpet_reads_ = 0, hpet_busy_ = 0, hpet_queue_wait_ = 0;
+  std::size_t hpet_reads_ = 0, hpet_busy_ = 0, hpet_queue_wait_ = 0, spin_irqs_ = 0;
 };
 
 class Aim7Compute : public scenario::Workload {
@@ -344,6 +355,7 @@ class Aim7Compute : public scenario::Workload {
     r.add("wall_time_updates_per_s", o.wall_updates_per_s);
     r.add("idle_periods_per_cpu_per_s", o.idle_periods_per_cpu_s);
     r.add("idle_cpu_pct", o.idle_pct);
+    r.add("interrupts_in_spins_per_s", o.spin_interrupts_per_s);
     r.add("jobs_per_cpu_min", o.jobs_per_cpu.empty() ? 0 : *std::min_element(o.jobs_per_cpu.begin(), o.jobs_per_cpu.end()));
     r.add("jobs_per_cpu_median", median(o.jobs_per_cpu));
     r.add("jobs_per_cpu_max", o.jobs_per_cpu.empty() ? 0 : *std::max_element(o.jobs_per_cpu.begin(), o.jobs_per_cpu.end()));
