@@ -10,8 +10,8 @@
 //   - the waits of the mix's blocking operations (pipes, UDP, disk): the CPU
 //     goes idle, with the clock read on nohz idle entry and exit;
 //   - timers armed per job (alarm(): hrtimer_start of a relative timer);
-//   - system calls that take timestamps and vDSO clock_gettime calls, per
-//     job (none in the compute mix by the evidence: docs/hpet.md).
+//   - system calls that take timestamps (none in the compute mix by the
+//     evidence) and vDSO clock_gettime calls, per job (docs/hpet.md).
 // jobs_per_min_vs_tsc runs the same machine, seed and job with the tsc
 // clocksource in the same invocation.
 #include <algorithm>
