@@ -207,15 +207,15 @@ TEST_CASE("a workload number may carry its source: fitted ones name their rows, 
   const std::string scen = source_path("configs/scenarios/hpet-haswell-ex.json");
   const std::string value = GENERATE(std::string(""), std::string("70"));
   std::vector<scenario::Override> sets;
-  if (!value.empty()) sets.push_back({"kernel_reads_per_job", value});
+  if (!value.empty()) sets.push_back({"vdso_reads_per_job", value});
   auto s = scenario::load_scenario(scen, "hpet", sets);
   scenario::Run run(s, 1);
   const config::Provenance* p = nullptr;
   for (const auto& q : run.registry().provenance())
-    if (q.path == "params.kernel_reads_per_job") p = &q;
+    if (q.path == "params.vdso_reads_per_job") p = &q;
   REQUIRE(p != nullptr);
   CHECK(p->workload);
-  CHECK(p->value == (value.empty() ? "68" : value));
+  CHECK(p->value == (value.empty() ? "330" : value));
   CHECK(p->calibration_rows() == std::vector<std::string>{"hsx.aim7.hpet-vs-tsc", "hsx.aim7.hpet.cpu-share"});
-  CHECK(run.params_used()["kernel_reads_per_job"] == (value.empty() ? 68 : 70));
+  CHECK(run.params_used()["vdso_reads_per_job"] == (value.empty() ? 330 : 70));
 }

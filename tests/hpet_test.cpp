@@ -9,6 +9,7 @@
 
 #include "cohsim/devices/hpet.hpp"
 #include "cohsim/scenario/machine.hpp"
+#include "cohsim/scenario/scenario.hpp"
 #include "models/kernel/tick.hpp"
 #include "models/kernel/timekeeping.hpp"
 
@@ -35,22 +36,53 @@ struct Bench {
   }
 };
 
+/// Runs a shipped aim7 scenario's variant with `overrides` and returns its metrics.
+scenario::Results run_aim7(const std::string& file, const std::string& variant,
+                           const std::vector<scenario::Override>& overrides) {
+  auto s = scenario::load_scenario(std::string(COHSIM_SOURCE_DIR) + "/configs/scenarios/" + file, variant, overrides);
+  scenario::Run run(s, 1);
+  return run.execute();
+}
+
 }  // namespace
 
-TEST_CASE("two simultaneous HPET reads serialize: the second finishes one service time after the first", "[hpet]") {
+TEST_CASE("with one service slot, two simultaneous HPET reads serialize: the second finishes one service time after "
+          "the first",
+          "[hpet]") {
   Bench b("haswell-ex.json");
+  devices::HpetParams serial = b.hp;
+  serial.outstanding_reads = 1;
+  devices::Hpet one(serial, b.m.sim(), b.m.interconnect(), "hpet (one slot)");
   std::vector<Tick> done;
   auto reader = [&](int cpu) -> Task<void> {
-    co_await devices::hpet_read_counter(b.m.cpu(cpu), b.hpet);
+    co_await devices::hpet_read_counter(b.m.cpu(cpu), one);
     done.push_back(b.m.sim().now());
   };
   b.m.sim().spawn("reader 1", reader(1));
   b.m.sim().spawn("reader 2", reader(2));
   b.m.sim().run();
   REQUIRE(done.size() == 2);
-  CHECK(done[1] - done[0] == b.hp.service_time);
-  CHECK(b.hpet.stats().max_queue == 2);
+  CHECK(done[1] - done[0] == serial.service_time);
+  CHECK(one.stats().max_queue == 2);
+  CHECK(one.stats().queue_wait > 0);
+}
+
+TEST_CASE("the HPET serves as many reads at once as it has service slots; one more waits for a slot", "[hpet]") {
+  Bench b("haswell-ex.json");
+  const int slots = b.hp.outstanding_reads;
+  REQUIRE(slots > 1);
+  auto reader = [&](int cpu) -> Task<void> { co_await devices::hpet_read_counter(b.m.cpu(cpu), b.hpet); };
+  for (int cpu = 1; cpu <= slots; ++cpu) b.m.sim().spawn("reader", reader(cpu));
+  b.m.sim().run();
+  CHECK(b.hpet.stats().queue_wait == 0);
+  CHECK(b.hpet.stats().busy == slots * b.hp.service_time);
+  // A second wave of slots + 1 simultaneous reads: the last one waits (less than) one service time.
+  const Tick wave = b.m.sim().now();
+  for (int cpu = 1; cpu <= slots + 1; ++cpu) b.m.sim().spawn("reader", reader(cpu));
+  b.m.sim().run();
   CHECK(b.hpet.stats().queue_wait > 0);
+  CHECK(b.hpet.stats().queue_wait <= b.hp.service_time);
+  CHECK(b.m.sim().now() - wave >= 2 * b.hp.service_time);
 }
 
 TEST_CASE("HPET counter values are monotonic and match simulated time", "[hpet]") {
@@ -174,6 +206,49 @@ TEST_CASE("local timer ticks arrive at HZ on every CPU, spread by their offsets"
   }
   CHECK(tick.offset(1) - tick.offset(0) == tick.period() / 4);
   CHECK(handlers == 40);
+}
+
+TEST_CASE("a CPU in nohz idle takes no tick, and its tick comes back on the same grid", "[hpet]") {
+  Bench b("haswell-ex.json");
+  std::vector<int> cpus = {0, 1};
+  models::kernel::LocalTimerTick tick(b.m, 1000, models::kernel::TickSkew::none, cpus,
+                                      [](cpu::Cpu& c) -> Task<void> { co_await c.compute(sim::kUs); });
+  tick.record_handler_starts(true);
+  auto busy = [&](int cpu) -> Task<void> { co_await b.m.cpu(cpu).compute(9950 * sim::kUs); };
+  // CPU 1 is idle from 2.5 ms to 6.5 ms (the ticks at 3, 4, 5 and 6 ms do not fire), then busy.
+  auto idle_then_busy = [&]() -> Task<void> {
+    co_await b.m.cpu(1).compute(2500 * sim::kUs);
+    tick.set_idle(1, true);
+    co_await b.m.sim().delay(4000 * sim::kUs);
+    tick.set_idle(1, false);
+    co_await b.m.cpu(1).compute(3450 * sim::kUs);
+  };
+  b.m.sim().spawn("busy", busy(0));
+  b.m.sim().spawn("idle then busy", idle_then_busy());
+  tick.start(0);
+  b.m.sim().run();
+  tick.stop();
+  CHECK(tick.handled(0) == 10);
+  CHECK(tick.handled(1) == 6);
+  CHECK(tick.fired(1) == 6);
+  const auto& starts = tick.handler_starts(1);
+  REQUIRE(starts.size() == 6);
+  CHECK(starts[3] == 7 * tick.period() + b.m.cpu_params().irq_entry);
+}
+
+TEST_CASE("aim7: every blocking wait reads the clock on idle entry and exit, and busy CPUs tick at HZ", "[hpet]") {
+  const int entry = 2, exit = 3;
+  auto r = run_aim7("hpet-haswell-ex.json", "tsc",
+                    {{"vdso_reads_per_job", "0"}, {"timers_per_job", "0"}, {"blocking_ops_per_job", "40"},
+                     {"block_wait", "20us"}, {"idle_entry_clock_reads", std::to_string(entry)},
+                     {"idle_exit_clock_reads", std::to_string(exit)}, {"warmup", "2ms"}, {"duration", "20ms"}});
+  const double idles = r.get("idle_periods_per_cpu_per_s"), ticks = r.get("ticks_per_cpu_per_s");
+  // 40 waits per 6.33 ms job, ~21 us idle each.
+  CHECK(idles == Approx(40 / 7.2e-3).epsilon(0.05));
+  CHECK(r.get("idle_cpu_pct") == Approx(100 * idles * 21e-6).epsilon(0.05));
+  // nohz: a CPU ticks at HZ while busy and not while idle (tick_clock_reads = 2 per tick).
+  CHECK(ticks == Approx(1000 * (1 - r.get("idle_cpu_pct") / 100)).epsilon(0.02));
+  CHECK(r.get("ktime_get_per_cpu_per_s") == Approx(2 * ticks + (entry + exit) * idles).epsilon(0.01));
 }
 
 TEST_CASE("SMT siblings that both compute each get the platform's share of the core", "[hpet][smt]") {

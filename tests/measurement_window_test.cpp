@@ -80,7 +80,8 @@ TEST_CASE("aim7: the HPET reads counted are the clock reads that completed insid
   // One operation per job, 6.66 ms long: every CPU reads the clock at 6.66 ms and
   // 13.3 ms, outside the window (10 ms, 12 ms]; only the tick reads fall inside.
   auto r = run_scenario("hpet-haswell-ex.json", "hpet",
-                        {{"kernel_reads_per_job", "1"}, {"vdso_reads_per_job", "0"}, {"warmup", "10ms"},
+                        {{"kernel_reads_per_job", "1"}, {"vdso_reads_per_job", "0"}, {"blocking_ops_per_job", "0"},
+                         {"timers_per_job", "0"}, {"compute_per_job", "6.66ms"}, {"warmup", "10ms"},
                          {"duration", "2ms"}});
   const double cpus = 72;
   const double reads_per_s = r.get("ktime_get_per_cpu_per_s") * cpus * (1 + r.get("ktime_get_retries_per_call")) +

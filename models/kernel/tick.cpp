@@ -20,6 +20,7 @@ LocalTimerTick::LocalTimerTick(scenario::Machine& m, double hz, TickSkew skew, s
   offsets_.assign(n, 0);
   fired_.assign(n, 0);
   handled_.assign(n, 0);
+  idle_.assign(n, false);
   starts_.resize(n);
   sim::RandomStream rng(m.seed(), "tick.skew");
   for (std::size_t i = 0; i < cpus.size(); ++i) {
@@ -36,12 +37,15 @@ void LocalTimerTick::start(Tick at) {
   for (int cpu : cpus_) m_.sim().schedule(at + offsets_[static_cast<std::size_t>(cpu)], &fire, this, static_cast<std::uint64_t>(cpu));
 }
 
-// The APIC timer expiry: raise the local timer interrupt and re-arm.
+// The APIC timer expiry: raise the local timer interrupt (not on an idle CPU,
+// whose tick is stopped) and re-arm on the grid.
 void LocalTimerTick::fire(void* self, std::uint64_t cpu) {
   auto* t = static_cast<LocalTimerTick*>(self);
   if (!t->running_) return;
-  ++t->fired_[cpu];
-  t->m_.cpu(static_cast<int>(cpu)).raise_interrupt();
+  if (!t->idle_[cpu]) {
+    ++t->fired_[cpu];
+    t->m_.cpu(static_cast<int>(cpu)).raise_interrupt();
+  }
   t->m_.sim().schedule(t->m_.sim().now() + t->period_, &fire, self, cpu);
 }
 

@@ -6,6 +6,8 @@
 // A tick that fires while the previous one is still pending merges with it,
 // as the APIC's single pending bit does. CPUs start with a per-CPU offset
 // (tick skew): random (named source "tick.skew"), an even spread, or none.
+// An idle CPU takes no tick (NO_HZ_IDLE: tick_nohz_stop_sched_tick); its
+// tick restarts on the same period grid when it leaves idle (hrtimer_forward).
 #pragma once
 
 #include <cstdint>
@@ -38,10 +40,12 @@ class LocalTimerTick {
   void start(Tick at);
   /// No tick fires after this call.
   void stop() { running_ = false; }
+  /// Marks `cpu` idle (its tick stopped) or busy again (its tick back on the grid).
+  void set_idle(int cpu, bool idle) { idle_.at(static_cast<std::size_t>(cpu)) = idle; }
   Tick period() const { return period_; }
   /// The start offset of `cpu` within one period.
   Tick offset(int cpu) const { return offsets_.at(static_cast<std::size_t>(cpu)); }
-  /// Timer interrupts raised / handlers run on `cpu`.
+  /// Timer interrupts raised (none while idle) / handlers run on `cpu`.
   std::uint64_t fired(int cpu) const { return fired_.at(static_cast<std::size_t>(cpu)); }
   std::uint64_t handled(int cpu) const { return handled_.at(static_cast<std::size_t>(cpu)); }
   /// When each handler on `cpu` began, if recording.
@@ -60,6 +64,7 @@ class LocalTimerTick {
   std::vector<int> cpus_;
   std::vector<Tick> offsets_;
   std::vector<std::uint64_t> fired_, handled_;
+  std::vector<bool> idle_;  ///< per CPU: in nohz idle, its tick stopped
   std::vector<std::vector<Tick>> starts_;
 };
 

@@ -1,16 +1,24 @@
 // AIM7 "compute"-like load with the clock reads that make the clocksource
-// matter (Linux 4.6-rc1, x86-64, HZ=1000): every CPU runs jobs back to back
-// (1500 users keep all CPUs busy); a job is user and kernel compute with,
-// spread evenly through it, system calls that take kernel timestamps
-// (ktime_get) and vDSO clock_gettime calls. Every CPU also takes its local
-// timer tick, whose hrtimer_interrupt reads the clock, and CPU 0 (the
-// do_timer CPU) updates the timekeeper from its tick. The number of each
-// kind of read per job is not published: they are fitted to the Haswell-EX
-// rows (see docs/hpet.md). jobs_per_min_vs_tsc runs the same machine, seed
-// and job with the tsc clocksource in the same invocation.
+// matter (Linux 4.6-rc1, x86-64, HZ=1000, NO_HZ_IDLE). Every CPU runs jobs
+// back to back; a job is user and kernel compute with, spread evenly through
+// it, the events that read the clock in the kernel, each from its cause
+// (measurements.md section 7: AIM7 times jobs with times(), which reads
+// jiffies, so the benchmark itself reads no clocksource):
+//   - the local timer tick at HZ on every busy CPU (hrtimer_interrupt reads
+//     the clock at entry and before reprogramming; CPU 0 also runs
+//     update_wall_time); an idle CPU takes no tick;
+//   - the waits of the mix's blocking operations (pipes, UDP, disk): the CPU
+//     goes idle, with the clock read on nohz idle entry and exit;
+//   - timers armed per job (alarm(): hrtimer_start of a relative timer);
+//   - system calls that take timestamps (none in the compute mix by the
+//     evidence) and vDSO clock_gettime calls, per job (docs/hpet.md).
+// jobs_per_min_vs_tsc runs the same machine, seed and job with the tsc
+// clocksource in the same invocation.
 #include <algorithm>
 #include <fmt/format.h>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "cohsim/devices/hpet.hpp"
 #include "cohsim/sim/random.hpp"
@@ -30,10 +38,15 @@ using scenario::Results;
 using sim::Task;
 using sim::Tick;
 
+/// What a CPU does after a compute slice of a job.
+enum class JobEvent { syscall_clock_read, vdso_clock_read, timer_arm, blocking_wait };
+
 struct Aim7Params {
   Clocksource clocksource = Clocksource::tsc;
   Tick compute_per_job = 0;
-  int kernel_reads_per_job = 0, vdso_reads_per_job = 0;
+  int kernel_reads_per_job = 0, vdso_reads_per_job = 0, timers_per_job = 0, blocking_ops_per_job = 0;
+  Tick block_wait = 0;
+  int idle_entry_clock_reads = 0, idle_exit_clock_reads = 0;
   double hz = 1000;
   kernel::TickSkew tick_skew = kernel::TickSkew::random;
   Tick tick_work = 0;
@@ -53,6 +66,8 @@ struct Outcome {
   double read_ns_mean = 0, read_ns_p99 = 0, vdso_ns_mean = 0, vdso_ns_p99 = 0;
   double hpet_reads_per_s = 0, hpet_busy_pct = 0, hpet_wait_ns_mean = 0, hpet_max_queue = 0;
   double ktime_per_cpu_s = 0, retries_per_ktime = 0, ticks_per_cpu_s = 0, wall_updates_per_s = 0;
+  double idle_periods_per_cpu_s = 0, idle_pct = 0;
+  double spin_interrupts_per_s = 0;  ///< interrupts taken inside spins (seqcount, hpet_lock, vDSO loop)
   std::vector<double> jobs_per_cpu;
 };
 
@@ -65,20 +80,29 @@ class Aim7Run {
         hpet_(hp, m.sim(), m.interconnect()),
         tk_(m, hpet_, cs, p.wall_read, p.costs),
         tick_(m, p.hz, p.tick_skew, p.cpus, [this](cpu::Cpu& c) { return tick_work(c); }) {
-    ops_per_job_ = std::max(1, p.kernel_reads_per_job + p.vdso_reads_per_job);
+    events_ = job_events(p);
+    ops_per_job_ = std::max<int>(1, static_cast<int>(events_.size()));
     progress_.assign(static_cast<std::size_t>(m.cpu_count()), 0);
+    idle_periods_.assign(static_cast<std::size_t>(m.cpu_count()), 0);
+    idle_time_.assign(static_cast<std::size_t>(m.cpu_count()), 0);
     for (int cpu : p.cpus) {
       const auto i = static_cast<std::size_t>(cpu);
       ops_done_.push_back(window_.track([this, i] { return progress_[i]; }));
       ticks_.push_back(window_.track([this, cpu] { return tick_.handled(cpu); }));
+      idles_.push_back(window_.track([this, i] { return idle_periods_[i]; }));
+      idle_times_.push_back(window_.track([this, i] { return idle_time_[i]; }));
     }
     hpet_reads_ = window_.track([this] { return hpet_.stats().reads; });
     // Service done so far: the reads still queued at the device are booked in `busy` already.
     hpet_busy_ = window_.track([this] {
-      const Tick now = m_.sim().now(), until = hpet_.busy_until();
-      return hpet_.stats().busy - (until > now ? until - now : 0);
+      return hpet_.stats().busy - hpet_.service_owed(m_.sim().now());
     });
     hpet_queue_wait_ = window_.track([this] { return hpet_.stats().queue_wait; });
+    spin_irqs_ = window_.track([this] {
+      std::uint64_t n = 0;
+      for (int cpu : p_.cpus) n += m_.cpu(cpu).stats().interrupts_in_spins;
+      return n;
+    });
   }
 
   Outcome run() {
@@ -98,23 +122,73 @@ class Aim7Run {
   }
 
  private:
-  // A user running jobs: compute slices, each followed by a kernel or vDSO clock read.
+  // The job's events in order, each kind spread evenly through the job (the
+  // kind furthest behind its even share comes next).
+  static std::vector<JobEvent> job_events(const Aim7Params& p) {
+    const std::vector<std::pair<JobEvent, int>> kinds = {{JobEvent::blocking_wait, p.blocking_ops_per_job},
+                                                         {JobEvent::syscall_clock_read, p.kernel_reads_per_job},
+                                                         {JobEvent::vdso_clock_read, p.vdso_reads_per_job},
+                                                         {JobEvent::timer_arm, p.timers_per_job}};
+    int total = 0;
+    for (const auto& k : kinds) total += k.second;
+    std::vector<JobEvent> order;
+    std::vector<int> placed(kinds.size(), 0);
+    for (int slot = 1; slot <= total; ++slot) {
+      std::size_t next = 0;
+      double most_behind = -1e18;
+      for (std::size_t k = 0; k < kinds.size(); ++k) {
+        const double behind = static_cast<double>(kinds[k].second) * slot / total - placed[k];
+        if (placed[k] < kinds[k].second && behind > most_behind) most_behind = behind, next = k;
+      }
+      ++placed[next];
+      order.push_back(kinds[next].first);
+    }
+    return order;
+  }
+
+  // A user running jobs: compute slices, each followed by one of the job's events.
   Task<void> jobs(int cpu, int op, Tick end) {
     cpu::Cpu& c = m_.cpu(cpu);
-    const int k = p_.kernel_reads_per_job;
     const Tick slice = p_.compute_per_job / static_cast<Tick>(ops_per_job_);
     auto& progress = progress_[static_cast<std::size_t>(cpu)];
     while (c.sim().now() < end) {
       co_await c.compute(slice);
-      // Bresenham spreading of the k kernel reads among the job's operations.
-      if ((op + 1) * k / ops_per_job_ > op * k / ops_per_job_)
-        co_await tk_.ktime_get(c);  // a system call that takes a timestamp
-      else if (p_.vdso_reads_per_job > 0)
-        co_await tk_.vdso_clock_gettime(c);
+      if (!events_.empty()) {
+        switch (events_[static_cast<std::size_t>(op)]) {
+          case JobEvent::syscall_clock_read: co_await tk_.ktime_get(c); break;  // a system call's timestamp
+          case JobEvent::vdso_clock_read: co_await tk_.vdso_clock_gettime(c); break;
+          case JobEvent::timer_arm:  // hrtimer_start: base->get_time() under the base lock, interrupts off
+            c.local_irq_disable();
+            co_await tk_.ktime_get(c);
+            co_await c.local_irq_enable();
+            break;
+          case JobEvent::blocking_wait: co_await idle(c); break;
+        }
+      }
       op = (op + 1) % ops_per_job_;
       ++progress;
       c.sim().note_progress();
     }
+  }
+
+  // The task blocks and the CPU goes idle until the wait ends (Linux 4.6
+  // do_idle with interrupts off): nohz idle entry reads the clock
+  // (tick_nohz_idle_enter, the tick's hrtimer reprogrammed, cpuidle's
+  // time_start), the tick stops, the CPU halts (its core left to an SMT
+  // sibling) for block_wait and wakes (wfi_wake), and idle exit reads it
+  // again (cpuidle's time_end, tick_nohz_idle_exit, the tick restarted).
+  Task<void> idle(cpu::Cpu& c) {
+    const auto i = static_cast<std::size_t>(c.id());
+    c.local_irq_disable();
+    for (int r = 0; r < p_.idle_entry_clock_reads; ++r) co_await tk_.ktime_get(c);
+    tick_.set_idle(c.id(), true);
+    const Tick halted = c.sim().now();
+    co_await c.sim().delay(p_.block_wait + c.params().wfi_wake);
+    tick_.set_idle(c.id(), false);
+    ++idle_periods_[i];
+    idle_time_[i] += c.sim().now() - halted;
+    for (int r = 0; r < p_.idle_exit_clock_reads; ++r) co_await tk_.ktime_get(c);
+    co_await c.local_irq_enable();
   }
 
   // hrtimer_interrupt (Linux 4.6 kernel/time/hrtimer.c): the clock is read at
@@ -134,7 +208,7 @@ class Aim7Run {
     const double cpu_time = static_cast<double>(window_.length()) * static_cast<double>(p_.cpus.size());
     double jobs = 0;
     Tick read_fn = 0, vdso = 0, retry = 0;
-    std::uint64_t ktime = 0, retries = 0, ticks = 0, updates = 0;
+    std::uint64_t ktime = 0, retries = 0, ticks = 0, updates = 0, idles = 0, idle_time = 0;
     for (std::size_t k = 0; k < p_.cpus.size(); ++k) {
       const int cpu = p_.cpus[k];
       const double done = static_cast<double>(window_.delta(ops_done_[k])) / ops_per_job_;
@@ -148,6 +222,8 @@ class Aim7Run {
       retries += a.ktime_retries;
       updates += a.wall_time_updates;
       ticks += window_.delta(ticks_[k]);
+      idles += window_.delta(idles_[k]);
+      idle_time += window_.delta(idle_times_[k]);
     }
     o.jobs_per_min = jobs / seconds * 60;
     o.read_fn_pct = 100.0 * static_cast<double>(read_fn) / cpu_time;
@@ -159,13 +235,18 @@ class Aim7Run {
     o.vdso_ns_p99 = tk_.vdso_latencies().percentile_ns(99);
     const auto hpet_reads = static_cast<double>(window_.delta(hpet_reads_));
     o.hpet_reads_per_s = hpet_reads / seconds;
-    o.hpet_busy_pct = 100.0 * static_cast<double>(window_.delta(hpet_busy_)) / static_cast<double>(window_.length());
+    // Of the service capacity: every slot busy is 100 %.
+    o.hpet_busy_pct = 100.0 * static_cast<double>(window_.delta(hpet_busy_)) /
+                      (static_cast<double>(window_.length()) * hpet_.params().outstanding_reads);
     o.hpet_wait_ns_mean = hpet_reads > 0 ? sim::to_ns(window_.delta(hpet_queue_wait_)) / hpet_reads : 0;
     o.hpet_max_queue = static_cast<double>(hpet_.stats().max_queue);
     o.ktime_per_cpu_s = static_cast<double>(ktime) / seconds / static_cast<double>(p_.cpus.size());
     o.retries_per_ktime = ktime ? static_cast<double>(retries) / static_cast<double>(ktime) : 0;
     o.ticks_per_cpu_s = static_cast<double>(ticks) / seconds / static_cast<double>(p_.cpus.size());
     o.wall_updates_per_s = static_cast<double>(updates) / seconds;
+    o.idle_periods_per_cpu_s = static_cast<double>(idles) / seconds / static_cast<double>(p_.cpus.size());
+    o.idle_pct = 100.0 * static_cast<double>(idle_time) / cpu_time;
+    o.spin_interrupts_per_s = static_cast<double>(window_.delta(spin_irqs_)) / seconds;
     return o;
   }
 
@@ -174,11 +255,13 @@ class Aim7Run {
   devices::Hpet hpet_;
   kernel::Timekeeping tk_;
   kernel::LocalTimerTick tick_;
+  std::vector<JobEvent> events_;  ///< one job's events, in order
   int ops_per_job_ = 1;
   std::vector<std::uint64_t> progress_;  ///< operations done, per CPU
+  std::vector<std::uint64_t> idle_periods_, idle_time_;  ///< per CPU: idle periods ended, time halted in them
   MeasurementWindow window_;
-  std::vector<std::size_t> ops_done_, ticks_;  ///< window counters, per CPU of p_.cpus
-  std::size_t hpet_reads_ = 0, hpet_busy_ = 0, hpet_queue_wait_ = 0;
+  std::vector<std::size_t> ops_done_, ticks_, idles_, idle_times_;  ///< window counters, per CPU of p_.cpus
+  std::size_t hpet_reads_ = 0, hpet_busy_ = 0, hpet_queue_wait_ = 0, spin_irqs_ = 0;
 };
 
 class Aim7Compute : public scenario::Workload {
@@ -193,6 +276,23 @@ class Aim7Compute : public scenario::Workload {
         "kernel_reads_per_job", Spec{.doc = "ktime_get calls from system calls per job", .def = 0, .min = 0, .max = 1e6}));
     p_.vdso_reads_per_job = static_cast<int>(p.integer(
         "vdso_reads_per_job", Spec{.doc = "vDSO clock_gettime calls per job", .def = 0, .min = 0, .max = 1e6}));
+    p_.timers_per_job = static_cast<int>(p.integer(
+        "timers_per_job", Spec{.doc = "relative hrtimers armed per job (alarm()), each reading the clock once",
+                               .def = 0, .min = 0, .max = 1e6}));
+    p_.blocking_ops_per_job = static_cast<int>(p.integer(
+        "blocking_ops_per_job", Spec{.doc = "waits per job in the mix's pipe, UDP and disk operations, each an idle "
+                                            "period of its CPU",
+                                     .def = 0, .min = 0, .max = 1e6}));
+    p_.block_wait = p.time("block_wait", Spec{.doc = "time a CPU stays halted per blocking wait, before its wake-up",
+                                              .def = "0", .max = 1e10});
+    p_.idle_entry_clock_reads = static_cast<int>(p.integer(
+        "idle_entry_clock_reads", Spec{.doc = "ktime_get calls on nohz idle entry (tick_nohz_idle_enter, the tick "
+                                              "timer's reprogramming, cpuidle time_start)",
+                                       .def = 3, .min = 0, .max = 100}));
+    p_.idle_exit_clock_reads = static_cast<int>(p.integer(
+        "idle_exit_clock_reads", Spec{.doc = "ktime_get calls on nohz idle exit (cpuidle time_end, "
+                                             "tick_nohz_idle_exit, the tick's restart)",
+                                      .def = 3, .min = 0, .max = 100}));
     p_.hz = static_cast<double>(p.integer("hz", Spec{.doc = "CONFIG_HZ: local timer ticks per second", .def = 1000, .min = 1, .max = 10000}));
     p_.tick_skew = kernel::parse_tick_skew(p.choice(
         "tick_skew", Spec{.doc = "per-CPU tick phase: random (source tick.skew), spread evenly, or none",
@@ -253,6 +353,9 @@ class Aim7Compute : public scenario::Workload {
     r.add("ktime_get_retries_per_call", o.retries_per_ktime);
     r.add("ticks_per_cpu_per_s", o.ticks_per_cpu_s);
     r.add("wall_time_updates_per_s", o.wall_updates_per_s);
+    r.add("idle_periods_per_cpu_per_s", o.idle_periods_per_cpu_s);
+    r.add("idle_cpu_pct", o.idle_pct);
+    r.add("interrupts_in_spins_per_s", o.spin_interrupts_per_s);
     r.add("jobs_per_cpu_min", o.jobs_per_cpu.empty() ? 0 : *std::min_element(o.jobs_per_cpu.begin(), o.jobs_per_cpu.end()));
     r.add("jobs_per_cpu_median", median(o.jobs_per_cpu));
     r.add("jobs_per_cpu_max", o.jobs_per_cpu.empty() ? 0 : *std::max_element(o.jobs_per_cpu.begin(), o.jobs_per_cpu.end()));
@@ -270,7 +373,8 @@ class Aim7Compute : public scenario::Workload {
 
 void register_aim7(WorkloadTable& t) {
   t.add("aim7-compute",
-        "AIM7 compute-like jobs with kernel (ktime_get) and vDSO clock reads and the HZ tick, per clocksource",
+        "AIM7 compute-like jobs with the clock reads of the HZ tick, nohz idle around blocking waits, timers, "
+        "system calls and the vDSO, per clocksource",
         [](config::Reader p, Machine& m) { return std::make_unique<Aim7Compute>(p, m); });
 }
 

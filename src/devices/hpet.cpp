@@ -15,8 +15,10 @@ HpetParams::HpetParams(config::Reader r) {
   chipset_latency = r.time(
       "chipset_latency", Spec{.doc = "one way between the socket's gateway and the HPET block in the chipset (DMI, PCH)",
                               .max = 1e8});
-  service_time = r.time("service_time", Spec{.doc = "time the device takes per read; reads are served one at a time",
+  service_time = r.time("service_time", Spec{.doc = "time the device takes per read, holding one service slot",
                                              .min = 1, .max = 1e8});
+  outstanding_reads = static_cast<int>(r.integer(
+      "outstanding_reads", Spec{.doc = "reads the device serves at once (1: reads serialize)", .def = 1, .min = 1, .max = 64}));
   timers = static_cast<int>(r.integer("timers", Spec{.doc = "comparators of the block (NUM_TIM_CAP + 1)", .min = 3, .max = 32}));
   vendor_id = static_cast<std::uint32_t>(
       r.integer("vendor_id", Spec{.doc = "VENDOR_ID field of the capabilities register", .min = 0, .max = 0xffff}));
@@ -29,11 +31,18 @@ Hpet::Hpet(const HpetParams& p, sim::Simulator& sim, fabric::Interconnect& icn, 
   if (p_.socket >= icn_.topology().sockets())
     throw std::invalid_argument(fmt::format("{}: socket {} does not exist", name_, p_.socket));
   endpoint_ = icn_.add_device(name_, p_.socket);
+  slot_free_.assign(static_cast<std::size_t>(std::max(1, p_.outstanding_reads)), 0);
   // GCAP_ID: REV_ID 1, NUM_TIM_CAP, COUNT_SIZE_CAP (64-bit), LEG_RT_CAP,
   // VENDOR_ID, COUNTER_CLK_PERIOD in femtoseconds.
   const auto period_fs = static_cast<std::uint64_t>(std::llround(1e15 / p_.counter_hz));
   capabilities_ = 0x01 | (static_cast<std::uint64_t>(p_.timers - 1) << 8) | (1ull << 13) | (1ull << 15) |
                   (static_cast<std::uint64_t>(p_.vendor_id) << 16) | (period_fs << 32);
+}
+
+Tick Hpet::service_owed(Tick now) const {
+  Tick owed = 0;
+  for (Tick t : slot_free_) owed += t > now ? t - now : 0;
+  return owed;
 }
 
 std::uint64_t Hpet::counter_at(Tick t) const {
@@ -98,9 +107,11 @@ Task<std::uint64_t> Hpet::read(int requester, std::uint32_t offset, int size) {
   co_await sim_.delay(at_gateway + p_.chipset_latency - sim_.now());
   ++stats_.reads;
   stats_.max_queue = std::max(stats_.max_queue, ++at_device_);
-  const Tick start = std::max(sim_.now(), busy_until_);
+  // FIFO: the read takes the slot that frees first (reads arrive in time order).
+  auto slot = std::min_element(slot_free_.begin(), slot_free_.end());
+  const Tick start = std::max(sim_.now(), *slot);
   stats_.queue_wait += start - sim_.now();
-  busy_until_ = start + p_.service_time;
+  *slot = start + p_.service_time;
   stats_.busy += p_.service_time;
   const std::uint64_t value = register_value(offset, size, start);
   co_await sim_.delay(start + p_.service_time - sim_.now());

@@ -1,15 +1,17 @@
 // The HPET (IA-PC High Precision Event Timer, Intel PCH) as an MMIO agent on
 // socket 0's I/O path: a free-running main counter at 14.31818 MHz, the
-// capabilities, configuration and main-counter registers, and one read at a
-// time. A read travels from the CPU over the interconnect to socket 0's
-// gateway, crosses the chipset link (DMI) to the PCH, waits in a FIFO while
-// an earlier read is in service, latches the counter when its own service
-// starts, and the value travels back. An uncached x86 load stalls the CPU for
+// capabilities, configuration and main-counter registers, and a limited
+// number of reads in service at once (one: reads serialize). A read travels
+// from the CPU over the interconnect to socket 0's gateway, crosses the
+// chipset link (DMI) to the PCH, waits in a FIFO while every service slot
+// holds an earlier read, latches the counter when its own service starts,
+// and the value travels back. An uncached x86 load stalls the CPU for
 // the whole round trip. Register map: IA-PC HPET specification 1.0a, 2.3.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cohsim/config/params.hpp"
 #include "cohsim/cpu/cpu.hpp"
@@ -31,7 +33,8 @@ struct HpetParams {
   int socket = 0;                  ///< socket whose chipset (PCH) holds the HPET
   double counter_hz = 14318180;    ///< main counter frequency
   Tick chipset_latency = 0;        ///< one way, socket gateway to the HPET block in the PCH (DMI)
-  Tick service_time = 0;           ///< the device's time per read; reads are served one at a time
+  Tick service_time = 0;           ///< the device's time per read, during which the read holds a service slot
+  int outstanding_reads = 1;       ///< reads the device serves at once (1: one at a time, reads serialize)
   int timers = 8;                  ///< comparators (NUM_TIM_CAP + 1)
   std::uint32_t vendor_id = 0x8086;
   /// Reads platform.hpet; throws ConfigError.
@@ -62,8 +65,8 @@ class Hpet {
   std::uint64_t counter_at(Tick t) const;
   /// The simulated time at which the counter reads `value` (for tests and checks).
   Tick time_of_count(std::uint64_t value) const;
-  /// When the device finishes the reads it holds now.
-  Tick busy_until() const { return busy_until_; }
+  /// Service time still owed, after `now`, to the reads the device holds (summed over its slots).
+  Tick service_owed(Tick now) const;
 
   /// An uncached load of `size` (4 or 8) bytes at `offset` issued by the CPU
   /// (or user code on it) at endpoint `requester`: the caller is stalled until
@@ -86,7 +89,7 @@ class Hpet {
   std::uint64_t configuration_ = kHpetEnable;
   std::uint64_t counter_base_ = 0;  ///< counter value at counter_epoch_
   Tick counter_epoch_ = 0;          ///< when the counter was last (re)started or stopped
-  Tick busy_until_ = 0;
+  std::vector<Tick> slot_free_;     ///< when each service slot finishes the reads given to it
   std::uint64_t at_device_ = 0;     ///< reads waiting or in service
   HpetStats stats_;
 };
