@@ -17,11 +17,11 @@ using nlohmann::json;
 namespace {
 
 struct CompareOptions {
-  std::string scenario, json_out, report_dir, variants_csv, metric, calibration, ranges_from;
+  std::string scenario, json_out, report_dir, variants_csv, metric, calibration, ranges_from, platform_file;
   std::vector<std::string> sets, screen_sets;
   std::optional<std::uint64_t> seed;
   int full_runs = 5;
-  bool quiet = false;
+  bool quiet = false, verbose = false, override_variant = false;
 };
 
 bool parse_compare_like(const std::vector<std::string>& args, CompareOptions& o, const char* usage,
@@ -32,7 +32,10 @@ bool parse_compare_like(const std::vector<std::string>& args, CompareOptions& o,
       "variants", po::value(&o.variants_csv), "comma-separated variants (default: all, baseline first)")(
       "json", po::value(&o.json_out), "write compare.json-style results to FILE")(
       "report", po::value(&o.report_dir), "write report.md, report.html and plots into DIR")(
-      "quiet,q", po::bool_switch(&o.quiet), "print only the table")(
+      "quiet,q", po::bool_switch(&o.quiet), "print only the results (the table) and errors: no progress")(
+      "verbose,v", po::bool_switch(&o.verbose), "debug logging")(
+      "platform", po::value(&o.platform_file), "run on this platform file instead of the scenario's")(
+      "override-variant", po::bool_switch(&o.override_variant), "allow a --set of a key some variant sets")(
       "metric", po::value(&o.metric), "sensitivity: the metric of the per-input table (default: the first)")(
       "screen-set", po::value(&o.screen_sets)->composing(),
       "sensitivity: screen every input with short runs (KEY=VALUE, repeatable, e.g. duration=5ms) and run only "
@@ -47,6 +50,7 @@ bool parse_compare_like(const std::vector<std::string>& args, CompareOptions& o,
   auto vm = parse_command_line(args, d, o.scenario, what);
   if (!vm) return false;
   if (o.scenario.empty()) throw po::error("missing SCENARIO");
+  apply_verbosity(o.quiet, o.verbose);
   if (vm->count("seed")) o.seed = (*vm)["seed"].as<std::uint64_t>();
   return true;
 }
@@ -71,10 +75,11 @@ std::vector<scenario::Override> overrides_of(const std::vector<std::string>& set
 }
 
 std::vector<std::string> variants_to_run(const CompareOptions& o, const std::vector<scenario::Override>& ov) {
-  auto s = scenario::load_scenario(o.scenario, "", ov);
+  auto s = scenario::load_scenario(o.scenario, "", ov, o.platform_file);
   std::vector<std::string> vs = o.variants_csv.empty() ? s.variants : split_csv(o.variants_csv);
   if (vs.empty()) vs.push_back("");
-  for (const auto& v : vs) scenario::load_scenario(o.scenario, v, ov);  // unknown names fail now
+  for (const auto& v : vs) scenario::load_scenario(o.scenario, v, ov, o.platform_file);  // unknown names fail now
+  check_sets_keep_variants(s, vs, ov, o.override_variant);
   return vs;
 }
 
@@ -147,15 +152,20 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
   if (o.full_runs < 0) throw config::ConfigError("--full-runs", std::to_string(o.full_runs), "must be 0 or more");
   if (!with_sensitivity && (!o.screen_sets.empty() || !o.ranges_from.empty() || !o.calibration.empty()))
     throw config::ConfigError("compare", "--screen-set/--ranges/--calibration", "these belong to --sensitivity");
+  if (with_sensitivity && !o.platform_file.empty())
+    throw config::ConfigError("--platform", o.platform_file,
+                              "not combined with sensitivity: name the platform in a copy of the scenario");
   auto ov = overrides_of(o.sets);
   auto variants = variants_to_run(o, ov);
   std::vector<RunOutput> runs;
   for (const auto& v : variants) {
     if (!o.quiet) std::cerr << "running variant " << (v.empty() ? "(default)" : v) << "...\n";
-    runs.push_back(run_scenario(o.scenario, v, ov, o.seed, false));
+    runs.push_back(run_scenario(o.scenario, v, ov, o.seed, false, nullptr, o.platform_file));
   }
   print_table(runs);
   json doc = {{"scenario", o.scenario}, {"platform", runs.front().doc["platform"]},
+              {"platform_file", runs.front().doc["platform_file"]}, {"workload", runs.front().doc["workload"]},
+              {"headline", runs.front().doc["headline"]}, {"overrides", runs.front().doc["overrides"]},
               {"params", runs.front().doc["params"]}, {"baseline", runs.front().doc["variant"]}, {"runs", json::array()}};
   for (const auto& r : runs) doc["runs"].push_back(r.doc);
   if (with_sensitivity) {
