@@ -92,3 +92,28 @@ TEST_CASE("cohsim help help explains help", "[cli][discovery]") {
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("usage: cohsim help [COMMAND]"));
 }
+
+TEST_CASE("validate --fail-on new-misses fails on a miss but not on a moved prediction", "[cli][discovery]") {
+  json cal = config::load_json_file(source_path("data/calibration.json"));
+  json row;
+  for (const auto& r : cal["rows"])
+    if (r["id"] == "kp920.c2c.same-cluster") row = r;
+  REQUIRE(!row.is_null());
+  row["set"]["rounds"] = 50;
+  TempDir dir;
+  const std::string good = dir.write("good.json", json{{"rows", {row}}}.dump());
+  // The row holds its tolerance, but the expected prediction is far from today's: MOVED.
+  dir.write("validate-expected.json", json{{"predicted", {{"kp920.c2c.same-cluster", 1000.0}}}}.dump());
+  auto moved = run_cli("validate --calibration " + quoted(good));
+  INFO(moved.output);
+  CHECK(moved.exit_code == 1);
+  CHECK_THAT(moved.output, Catch::Contains("1 moved"));
+  auto tolerant = run_cli("validate --fail-on new-misses --calibration " + quoted(good));
+  CHECK(tolerant.exit_code == 0);
+  row["measured"] = 3450.0;
+  const std::string bad = dir.write("bad.json", json{{"rows", {row}}}.dump());
+  auto miss = run_cli("validate --fail-on new-misses --calibration " + quoted(bad));
+  CHECK(miss.exit_code == 1);
+  CHECK_THAT(miss.output, Catch::Contains("1 missed"));
+  CHECK(run_cli("validate --fail-on sometimes --calibration " + quoted(good)).exit_code == 2);
+}
