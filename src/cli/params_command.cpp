@@ -71,12 +71,15 @@ int cmd_params(const std::vector<std::string>& args) {
   std::vector<scenario::Override> overrides;
   for (const auto& s : sets) overrides.push_back(scenario::parse_override(s));
   const auto s = scenario::load_scenario(scenario_path, variant, overrides, platform_file);
+  if (!variant.empty()) check_sets_keep_variants(s, {variant}, overrides, false);
   // A real load with the declarations recorded: every value read, defaults included.
   config::Registry reg;
   json platform_schema = {{"properties", json::object()}}, workload_schema = {{"properties", json::object()}};
   scenario::Machine machine(s.platform, s.seed, reg, &platform_schema);
   config::Reader reader(&s.params, s.file, "params", &reg, false, &workload_schema);
   const auto workload = scenario::workloads().at(s.workload).make(reader, machine);
+  machine.check_platform_fully_read();  // a name no model reads fails as in run (with a did-you-mean)
+  config::check_all_read(s.params, s.file, "params", reg);
   std::map<std::string, json> declared;
   flatten(platform_schema, "platform", declared);
   flatten(workload_schema, "params", declared);
