@@ -4,6 +4,7 @@
 // platform.X value) or one flag (--platform FILE).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "test_support.hpp"
@@ -134,4 +135,31 @@ TEST_CASE("--platform FILE runs the scenario on another platform and records whi
   auto missing = run_cli(fmt::format("compare {} --platform {}", quoted(scen), quoted(dir.file("gone.json"))));
   CHECK(missing.exit_code == 2);
   CHECK_THAT(missing.output, Catch::Contains("--platform") && Catch::Contains("gone.json"));
+}
+
+TEST_CASE("compare --seeds N runs each variant with N seeds, prints medians and keeps every run", "[cli][variants]") {
+  // Seeds 11..13 of the tas lock give three different times (start jitter): the median is the middle one.
+  const std::string scen = source_path("configs/scenarios/spinlock-kunpeng920.json");
+  TempDir dir;
+  const std::string out = dir.file("out.json");
+  auto r = run_cli(fmt::format("compare {} --variants tas,ticket --set sections=200 --seeds 3 --seed 11 -q --json {}",
+                               quoted(scen), quoted(out)));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("medians over 3 seeds (11..13)"));
+  const json doc = results_of(out);
+  REQUIRE(doc["runs"].size() == 6);
+  CHECK(doc["runs"][0]["seed"] == 11);
+  CHECK(doc["runs"][2]["seed"] == 13);
+  std::vector<double> tas;
+  for (const auto& run : doc["runs"])
+    if (run["variant"] == "tas") tas.push_back(run["metrics"]["ns_per_section"].get<double>());
+  REQUIRE(tas.size() == 3);
+  const double first_seed = tas[0];
+  std::sort(tas.begin(), tas.end());
+  REQUIRE(tas[0] != tas[1]);
+  REQUIRE(tas[1] != tas[2]);
+  REQUIRE(first_seed != tas[1]);
+  CHECK_THAT(r.output, Catch::Contains(fmt::format(" {:.6g} ", tas[1])));
+  CHECK(run_cli(fmt::format("compare {} --seeds 0", quoted(scen))).exit_code == 2);
 }

@@ -1,5 +1,6 @@
 // compare: every variant with the same parameters and seed; sensitivity: every
 // uncertain input at the two ends of its range (sensitivity.cpp).
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <fmt/format.h>
@@ -21,6 +22,7 @@ struct CompareOptions {
   std::vector<std::string> sets, screen_sets;
   std::optional<std::uint64_t> seed;
   int full_runs = 5;
+  int seeds = 1;
   bool quiet = false, verbose = false, override_variant = false;
 };
 
@@ -30,6 +32,8 @@ bool parse_compare_like(const std::vector<std::string>& args, CompareOptions& o,
   d.add_options()("help,h", "this help")("set", po::value(&o.sets)->composing(), "override: KEY=VALUE (repeatable)")(
       "seed", po::value<std::uint64_t>(), "seed (default: the scenario's)")(
       "variants", po::value(&o.variants_csv), "comma-separated variants (default: all, baseline first)")(
+      "seeds", po::value(&o.seeds),
+      "run each variant with N seeds (the seed, seed+1, ...): the table shows medians, the report min..max")(
       "json", po::value(&o.json_out), "write compare.json-style results to FILE")(
       "report", po::value(&o.report_dir), "write report.md, report.html and plots into DIR")(
       "quiet,q", po::bool_switch(&o.quiet), "print only the results (the table) and errors: no progress")(
@@ -81,6 +85,28 @@ std::vector<std::string> variants_to_run(const CompareOptions& o, const std::vec
   for (const auto& v : vs) scenario::load_scenario(o.scenario, v, ov, o.platform_file);  // unknown names fail now
   check_sets_keep_variants(s, vs, ov, o.override_variant);
   return vs;
+}
+
+/// One variant's runs over seeds as one: each metric's median (a metric some
+/// seed lacks is left out), every seed's correctness failures.
+RunOutput median_over_seeds(const std::vector<RunOutput>& seeds) {
+  RunOutput out = seeds.front();
+  if (seeds.size() == 1) return out;
+  out.results.metrics.clear();
+  out.results.failures.clear();
+  for (const auto& [name, first] : seeds.front().results.metrics) {
+    std::vector<double> values;
+    for (const auto& s : seeds)
+      if (s.results.has(name)) values.push_back(s.results.get(name));
+    if (values.size() != seeds.size()) continue;
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    out.results.add(name, n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2);
+  }
+  for (const auto& s : seeds)
+    for (const auto& f : s.results.failures)
+      out.results.failures.push_back(fmt::format("seed {}: {}", s.doc["seed"].get<std::uint64_t>(), f));
+  return out;
 }
 
 void print_table(const std::vector<RunOutput>& runs) {
@@ -155,19 +181,35 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
   if (with_sensitivity && !o.platform_file.empty())
     throw config::ConfigError("--platform", o.platform_file,
                               "not combined with sensitivity: name the platform in a copy of the scenario");
+  if (o.seeds < 1) throw config::ConfigError("--seeds", std::to_string(o.seeds), "must be at least 1");
+  if (with_sensitivity && o.seeds > 1)
+    throw config::ConfigError("--seeds", std::to_string(o.seeds), "not combined with sensitivity (one seed)");
   auto ov = overrides_of(o.sets);
   auto variants = variants_to_run(o, ov);
-  std::vector<RunOutput> runs;
+  const std::uint64_t first_seed = o.seed.value_or(scenario::load_scenario(o.scenario, "", ov, o.platform_file).seed);
+  std::vector<RunOutput> runs, every_run;  // runs: one per variant (the median over seeds)
   for (const auto& v : variants) {
-    if (!o.quiet) std::cerr << "running variant " << (v.empty() ? "(default)" : v) << "...\n";
-    runs.push_back(run_scenario(o.scenario, v, ov, o.seed, false, nullptr, o.platform_file));
+    std::vector<RunOutput> seeds;
+    for (int k = 0; k < o.seeds; ++k) {
+      if (!o.quiet)
+        std::cerr << "running variant " << (v.empty() ? "(default)" : v)
+                  << (o.seeds > 1 ? fmt::format(", seed {}", first_seed + static_cast<std::uint64_t>(k)) : "")
+                  << "...\n";
+      seeds.push_back(run_scenario(o.scenario, v, ov, first_seed + static_cast<std::uint64_t>(k), false, nullptr,
+                                   o.platform_file));
+    }
+    every_run.insert(every_run.end(), seeds.begin(), seeds.end());
+    runs.push_back(median_over_seeds(seeds));
   }
+  if (o.seeds > 1)
+    std::cout << fmt::format("medians over {} seeds ({}..{})\n", o.seeds, first_seed,
+                             first_seed + static_cast<std::uint64_t>(o.seeds) - 1);
   print_table(runs);
   json doc = {{"scenario", o.scenario}, {"platform", runs.front().doc["platform"]},
               {"platform_file", runs.front().doc["platform_file"]}, {"workload", runs.front().doc["workload"]},
               {"headline", runs.front().doc["headline"]}, {"overrides", runs.front().doc["overrides"]},
               {"params", runs.front().doc["params"]}, {"baseline", runs.front().doc["variant"]}, {"runs", json::array()}};
-  for (const auto& r : runs) doc["runs"].push_back(r.doc);
+  for (const auto& r : every_run) doc["runs"].push_back(r.doc);
   if (with_sensitivity) {
     SensitivityOptions so{.scenario = o.scenario, .variants = variants, .overrides = ov, .seed = o.seed,
                           .metric = o.metric, .screen_sets = overrides_of(o.screen_sets), .full_runs = o.full_runs,
