@@ -70,7 +70,7 @@ TEST_CASE("cohsim params lists workload and platform parameters with value, kind
                               Catch::Contains("source: "));
 }
 
-TEST_CASE("-q and -v exclude each other and -q prints the results alone, for run and compare alike",
+TEST_CASE("the options -q and -v exclude each other and -q prints the results alone, for run and compare alike",
           "[cli][discovery]") {
   const std::string spin = source_path("configs/scenarios/spinlock-kunpeng920.json");
   for (const std::string cmd : {"run", "compare"}) {

@@ -118,7 +118,7 @@ TEST_CASE("a variant overrides a platform value: the run uses it and its source 
              Catch::Contains("variant 'slow-cluster'"));
 }
 
-TEST_CASE("--platform FILE runs the scenario on another platform and records which", "[cli][variants]") {
+TEST_CASE("run with --platform FILE uses another platform and records which", "[cli][variants]") {
   TempDir dir;
   const std::string scen = two_variant_scenario(dir), out = dir.file("out.json");
   json other = platform_json();
