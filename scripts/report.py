@@ -386,7 +386,7 @@ def _signed(v):
 
 def _pct_or_na(v):
     """A difference in % (not defined, null in JSON, where the baseline was 0)."""
-    return "n/a" if v is None else cr.fmt_num(v)
+    return "n/a" if v is None else cr.fmt_num(v) + "%"
 
 
 def _swing(s):

@@ -151,7 +151,7 @@ class CompareReportTest(ReportCase):
         self.assertIn("## Sensitivity", md)
         self.assertRegex(md, r"\| platform\.interconnect\.die\.latency \| estimate +\| 25ns \.\. 45ns +\| +601 \| "
                              r"+666\.3 \| +742 \| +-9\.80% \| +\+11\.4% \|")
-        self.assertIn("- cmd_latency_ns.p50: -22.1 .. -14.6", md)
+        self.assertIn("- cmd_latency_ns.p50: -22.1% .. -14.6%", md)
         self.assertIn("## Top contended lines", md)
         self.assertIn("`cpus=64`", md)
         # the widest bar first in the table (largest swing)
