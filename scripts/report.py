@@ -35,7 +35,8 @@ InputError = cr.InputError  # one class, shared with report_validate.py
 # ------------------------------------------------------------ loading ---
 
 def _doc_run(doc, params):
-    return {"variant": doc.get("variant") or "", "seed": doc.get("seed", ""),
+    # compare --platforms names its columns VARIANT@PLATFORM ("label")
+    return {"variant": doc.get("label") or doc.get("variant") or "", "seed": doc.get("seed", ""),
             "params": params, "metrics": cr.numeric_metrics(doc),
             "contention": doc.get("contention"), "phases": doc.get("phases")}
 
@@ -101,15 +102,19 @@ def load_compare(data):
     # are reported side by side.
     runs = [_doc_run(d, {}) for d in docs]
     first = docs[0] if docs else {}
-    settings = {}
+    settings, platform_files = {}, {}
     for d in docs:
-        if isinstance(d.get("variant_params"), dict) and d.get("variant"):
-            settings.setdefault(d["variant"], d["variant_params"])
+        name = d.get("label") or d.get("variant")
+        if isinstance(d.get("variant_params"), dict) and name:
+            settings.setdefault(name, d["variant_params"])
+        if d.get("platform_file") and name:
+            platform_files.setdefault(name, d["platform_file"])
     return {"scenario": data.get("scenario") or first.get("scenario", ""),
             "platform": data.get("platform") or first.get("platform"),
             "workload": data.get("workload") or first.get("workload"),
             "headline": data.get("headline") or first.get("headline") or [],
             "variant_settings": settings, "overrides": data.get("overrides") or {},
+            "platform_files": platform_files if len(set(platform_files.values())) > 1 else {},
             "fixed": {k: v for k, v in (data.get("params") or {}).items()
                       if not any(k in vs for vs in settings.values())},
             "swept": [], "variants": [],
@@ -553,6 +558,9 @@ def build_report(data, out_dir, baseline=None, title=None):
         if vs:
             info.append("%s sets %s" % (v, ", ".join("`%s=%s`" % (k, cr.value_str(x))
                                                         for k, x in sorted(vs.items()))))
+    for v in variants:
+        if (data.get("platform_files") or {}).get(v):
+            info.append("%s runs on `%s`" % (v, data["platform_files"][v]))
     if data.get("overrides"):
         info.append("--set: %s" % ", ".join("`%s=%s`" % (k, cr.value_str(x))
                                            for k, x in sorted(data["overrides"].items())))

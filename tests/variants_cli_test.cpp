@@ -163,3 +163,27 @@ TEST_CASE("compare --seeds N runs each variant with N seeds, prints medians and 
   CHECK_THAT(r.output, Catch::Contains(fmt::format(" {:.6g} ", tas[1])));
   CHECK(run_cli(fmt::format("compare {} --seeds 0", quoted(scen))).exit_code == 2);
 }
+
+TEST_CASE("compare --platforms runs the variants on each platform side by side", "[cli][variants]") {
+  TempDir dir;
+  const std::string scen = two_variant_scenario(dir), out = dir.file("out.json");
+  json slow = platform_json();
+  set_value(slow, "interconnect.cluster.latency", "300ns");
+  dir.write("slow.json", slow.dump(1));
+  auto r = run_cli(fmt::format("compare {} --variants short --platforms {},{} -q --json {}", quoted(scen),
+                               quoted(dir.file("p.json")), quoted(dir.file("slow.json")), quoted(out)));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("short@p") && Catch::Contains("short@slow"));
+  const json doc = results_of(out);
+  REQUIRE(doc["runs"].size() == 2);
+  CHECK(doc["baseline"] == "short@p");
+  CHECK(doc["runs"][1]["label"] == "short@slow");
+  CHECK(doc["runs"][1]["variant"] == "short");
+  CHECK(doc["runs"][1]["platform_file"] == dir.file("slow.json"));
+  CHECK(doc["runs"][1]["metrics"]["one_way_ns"].get<double>() >
+        doc["runs"][0]["metrics"]["one_way_ns"].get<double>() + 250);
+  auto one = run_cli(fmt::format("compare {} --platforms {}", quoted(scen), quoted(dir.file("p.json"))));
+  CHECK(one.exit_code == 2);
+  CHECK_THAT(one.output, Catch::Contains("name two or more files"));
+}
