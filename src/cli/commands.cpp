@@ -43,12 +43,13 @@ std::optional<po::variables_map> parse_command_line(const std::vector<std::strin
 }
 
 namespace {
-/// A progress line on a terminal: simulated time, host rate, time left.
+/// A progress line on a terminal: simulated time, host rate, time left; from
+/// one second of host time on (a shorter run prints none), twice a second.
 void install_progress_line(sim::Simulator& sim, std::chrono::steady_clock::time_point wall0) {
   auto last = std::make_shared<std::chrono::steady_clock::time_point>(wall0);
   sim.set_progress_hook([&sim, last, wall0] {
     auto now = std::chrono::steady_clock::now();
-    if (now - *last < std::chrono::milliseconds(500)) return;
+    if (now - wall0 < std::chrono::seconds(1) || now - *last < std::chrono::milliseconds(500)) return;
     *last = now;
     double wall = std::chrono::duration<double>(now - wall0).count();
     std::string left;

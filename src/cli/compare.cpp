@@ -219,8 +219,8 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
           std::cerr << "running " << (label.empty() ? "(default)" : label)
                     << (o.seeds > 1 ? fmt::format(", seed {}", first_seed + static_cast<std::uint64_t>(k)) : "")
                     << "...\n";
-        seeds.push_back(run_scenario(o.scenario, v, ov, first_seed + static_cast<std::uint64_t>(k), false, nullptr,
-                                     platform));
+        seeds.push_back(run_scenario(o.scenario, v, ov, first_seed + static_cast<std::uint64_t>(k), !o.quiet,
+                                     nullptr, platform));
         seeds.back().doc["label"] = label;
       }
       every_run.insert(every_run.end(), seeds.begin(), seeds.end());
