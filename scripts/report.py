@@ -21,12 +21,14 @@ import math
 import re
 import statistics
 import sys
+import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cohsim_results as cr  # noqa: E402
 
 TOP_LINES = 5
+MD_WIDTH = 78  # report.md's paragraphs are wrapped to this (email)
 
 
 InputError = cr.InputError  # one class, shared with report_validate.py
@@ -447,16 +449,17 @@ def to_markdown(blocks, plots):
             out.append("# " + b[1])
         elif b[0] == "h2":
             out.append("## " + b[1])
-        elif b[0] == "p":
-            out.append(b[1])
+        elif b[0] == "p":  # wrapped for email (a code span is never split)
+            out.append(textwrap.fill(b[1], MD_WIDTH, break_long_words=False, break_on_hyphens=False))
         elif b[0] == "ul":
             out.append("\n".join("- " + i for i in b[1]))
         elif b[0] == "table":
             out.append(md_table(*b[1:]))
     if plots:
         names = sorted({re.sub(r"_.*", "_*", p[:-4]) + ".png" for p, _ in plots})
-        out.append("Plots: %d, inline in report.html; as PNG and SVG beside it (%s)."
-                   % (len(plots), ", ".join(names)))
+        out.append(textwrap.fill("Plots: %d, inline in report.html; as PNG and SVG beside it (%s)."
+                                 % (len(plots), ", ".join(names)), MD_WIDTH, break_long_words=False,
+                                 break_on_hyphens=False))
     return "\n\n".join(out) + "\n"
 
 

@@ -227,6 +227,17 @@ class TwoVariantCompareReportTest(ReportCase):
         # barrier differs only with the variant: never a fixed parameter
         self.assertNotIn("`barrier=", md.split("## Parameters")[1])
 
+    def test_paragraphs_are_wrapped_for_email(self):
+        doc = self.compare_doc()
+        for run in doc["runs"]:
+            run["params"].update({"parameter_number_%d" % i: "value-%d" % i for i in range(12)})
+        doc["params"] = doc["runs"][0]["params"]
+        md = (self.report(doc) / "report.md").read_text()
+        self.assertIn("`parameter_number_11=value-11`", md)
+        for line in md.splitlines():
+            if not line.startswith("|"):
+                self.assertLessEqual(len(line), 80, line)
+
     def test_headline_metrics_come_first_with_units_and_a_bar_chart_each(self):
         out = self.report(self.compare_doc())
         md = (out / "report.md").read_text()
