@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -47,7 +46,7 @@ std::string in_unit(Kind k, double base) {
                            : fmt::format("{:g}Hz", base);
     case Kind::size:
       for (const auto& [unit, bytes] : {std::pair{"GiB", 1073741824.0}, {"MiB", 1048576.0}, {"KiB", 1024.0}})
-        if (base >= bytes && std::fmod(base, bytes) == 0) return fmt::format("{:g}{}", base / bytes, unit);
+        if (base >= bytes) return fmt::format("{:.4g}{}", base / bytes, unit);
       return fmt::format("{:g}B", base);
     default: return fmt::format("{:g}", base);
   }
