@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "cohsim/scenario/scenario.hpp"
 
@@ -17,8 +18,9 @@ using sim::Tick;
 /// Collects workload factories by name.
 struct WorkloadTable {
   std::map<std::string, scenario::WorkloadInfo>& table;
-  void add(const std::string& name, const std::string& description, scenario::WorkloadFactory f) {
-    table[name] = scenario::WorkloadInfo{description, std::move(f)};
+  void add(const std::string& name, const std::string& description, scenario::WorkloadFactory f,
+           std::vector<scenario::HeadlineMetric> headline) {
+    table[name] = scenario::WorkloadInfo{description, std::move(f), std::move(headline)};
   }
 };
 

@@ -21,12 +21,14 @@ import math
 import re
 import statistics
 import sys
+import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cohsim_results as cr  # noqa: E402
 
 TOP_LINES = 5
+MD_WIDTH = 78  # report.md's paragraphs are wrapped to this (email)
 
 
 InputError = cr.InputError  # one class, shared with report_validate.py
@@ -35,7 +37,8 @@ InputError = cr.InputError  # one class, shared with report_validate.py
 # ------------------------------------------------------------ loading ---
 
 def _doc_run(doc, params):
-    return {"variant": doc.get("variant") or "", "seed": doc.get("seed", ""),
+    # compare --platforms names its columns VARIANT@PLATFORM ("label")
+    return {"variant": doc.get("label") or doc.get("variant") or "", "seed": doc.get("seed", ""),
             "params": params, "metrics": cr.numeric_metrics(doc),
             "contention": doc.get("contention"), "phases": doc.get("phases")}
 
@@ -82,6 +85,7 @@ def load_csv(csv_path):
     swept = [n for n in order if n in swept] + [n for n in swept if n not in order]
     return {"scenario": (rows[0]["scenario"] if rows else desc.get("scenario", "")),
             "platform": first.get("platform"), "workload": first.get("workload"),
+            "headline": first.get("headline") or [],
             "fixed": desc.get("set") or {}, "swept": swept, "variants": variants,
             "order": {n: [cr.value_str(v) for v in vals]
                       for n, vals in (desc.get("params") or {}).items() if isinstance(vals, list)},
@@ -95,18 +99,27 @@ def load_compare(data):
     if not isinstance(runs_in, list):
         raise InputError("compare JSON has no \"runs\" list")
     docs = [d for d in runs_in if isinstance(d, dict) and isinstance(d.get("metrics"), dict)]
-    values = {}
-    for d in docs:
-        for k, v in (d.get("params") or {}).items():
-            values.setdefault(k, set()).add(json.dumps(v, sort_keys=True))
-    swept = sorted(k for k, s in values.items() if len(s) > 1)
-    runs = [_doc_run(d, {n: cr.value_str((d.get("params") or {}).get(n, "")) for n in swept})
-            for d in docs]
+    # Every run of a compare has the same --set; what differs between runs is
+    # the variant (its own parameters), never a swept point, so all variants
+    # are reported side by side.
+    runs = [_doc_run(d, {}) for d in docs]
     first = docs[0] if docs else {}
+    settings, platform_files = {}, {}
+    for d in docs:
+        name = d.get("label") or d.get("variant")
+        if isinstance(d.get("variant_params"), dict) and name:
+            settings.setdefault(name, d["variant_params"])
+        if d.get("platform_file") and name:
+            platform_files.setdefault(name, d["platform_file"])
     return {"scenario": data.get("scenario") or first.get("scenario", ""),
             "platform": data.get("platform") or first.get("platform"),
             "workload": data.get("workload") or first.get("workload"),
-            "fixed": data.get("params") or {}, "swept": swept, "variants": [],
+            "headline": data.get("headline") or first.get("headline") or [],
+            "variant_settings": settings, "overrides": data.get("overrides") or {},
+            "platform_files": platform_files if len(set(platform_files.values())) > 1 else {},
+            "fixed": {k: v for k, v in (data.get("params") or {}).items()
+                      if not any(k in vs for vs in settings.values())},
+            "swept": [], "variants": [],
             "baseline": data.get("baseline"), "runs": runs,
             "failed": len(runs_in) - len(docs),
             "sensitivity": data.get("sensitivity") or None,
@@ -180,7 +193,7 @@ def _plt():
                          "and run it with /usr/bin/python3")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    plt.rcParams.update({"svg.hashsalt": "cohsim", "figure.dpi": 100, "font.size": 9})
+    plt.rcParams.update({"svg.hashsalt": "cohsim", "figure.dpi": 150, "font.size": 9})
     return plt
 
 
@@ -245,6 +258,45 @@ def plot_sweeps(plt, data, metrics, out_dir, plots):
         ax.legend(fontsize=8)
         _save(plt, fig, out_dir, "metric_" + _stem(m),
               "%s vs %s (median, band = min..max over seeds)" % (m, xname), plots)
+
+
+def plot_headline_bars(plt, data, runs, variants, baseline, headline, where, out_dir, plots):
+    """One bar per variant for a headline metric: the median over seeds, error
+    bars from min to max, the baseline hatched and named, the axis from zero."""
+    m, unit = headline["metric"], headline.get("unit") or ""
+    shown = [(v, group_stats(runs, v, m)) for v in variants]
+    shown = [(v, s) for v, s in shown if s]
+    if not shown:
+        return
+    base = dict(shown).get(baseline)
+    fig, ax = plt.subplots(figsize=(6.4, 1.6 + 0.1 * len(shown) + 2.0))
+    med = [s["median"] for _, s in shown]
+    err = [[s["median"] - s["min"] for _, s in shown], [s["max"] - s["median"] for _, s in shown]]
+    bars = ax.bar(range(len(shown)), med, color=["#9a9a9a" if v == baseline else "#2a7ab0" for v, _ in shown],
+                  hatch=None, edgecolor="black", linewidth=0.6,
+                  yerr=err if any(s["n"] > 1 for _, s in shown) else None, capsize=4)
+    for bar, (v, s) in zip(bars, shown):
+        if v == baseline:
+            bar.set_hatch("//")
+        p = None if v == baseline or not base else cr.pct_diff(s["median"], base["median"])
+        ax.annotate(("%s\n(baseline)" % cr.fmt_num(s["median"])) if v == baseline
+                    else "%s\n%s" % (cr.fmt_num(s["median"]), cr.fmt_pct(p)),
+                    (bar.get_x() + bar.get_width() / 2, s["max"]), xytext=(0, 3),
+                    textcoords="offset points", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(shown)))
+    ax.set_xticklabels([v + (" (baseline)" if v == baseline else "") for v, _ in shown])
+    ax.set_ylim(0, max(s["max"] for _, s in shown) * 1.25 or 1)
+    better = headline.get("lower_is_better")
+    ax.set_ylabel("%s%s%s" % (m, " (%s)" % unit if unit else "",
+                              "" if better is None else (", lower is better" if better else ", higher is better")))
+    nseeds = max(s["n"] for _, s in shown)
+    sets = ", ".join("%s=%s" % (k, cr.value_str(x)) for k, x in sorted((data.get("overrides") or {}).items()))
+    ax.set_title("%s: %s on %s%s%s" % (m, Path(str(data["scenario"])).stem, data.get("platform") or "?", where,
+                                       " (--set %s)" % sets if sets else ""), fontsize=9)
+    ax.grid(True, axis="y", alpha=0.3)
+    _save(plt, fig, out_dir, "bars_" + _stem(m),
+          "%s per variant%s (%s)" % (m, where, "median, error bars min..max over %d seeds" % nseeds
+                                      if nseeds > 1 else "one seed"), plots)
 
 
 def plot_difference(plt, diffs, baseline, where, out_dir, plots):
@@ -333,9 +385,15 @@ def _change(s, key):
     return 0.0 if p is None or math.isnan(p) else p
 
 
+def _signed(v):
+    """A difference with its sign: +12.5, -3, 0."""
+    text = cr.fmt_num(v)
+    return text if v <= 0 else "+" + text
+
+
 def _pct_or_na(v):
     """A difference in % (not defined, null in JSON, where the baseline was 0)."""
-    return "n/a" if v is None else cr.fmt_num(v)
+    return "n/a" if v is None else cr.fmt_num(v) + "%"
 
 
 def _swing(s):
@@ -391,16 +449,17 @@ def to_markdown(blocks, plots):
             out.append("# " + b[1])
         elif b[0] == "h2":
             out.append("## " + b[1])
-        elif b[0] == "p":
-            out.append(b[1])
+        elif b[0] == "p":  # wrapped for email (a code span is never split)
+            out.append(textwrap.fill(b[1], MD_WIDTH, break_long_words=False, break_on_hyphens=False))
         elif b[0] == "ul":
             out.append("\n".join("- " + i for i in b[1]))
         elif b[0] == "table":
             out.append(md_table(*b[1:]))
     if plots:
         names = sorted({re.sub(r"_.*", "_*", p[:-4]) + ".png" for p, _ in plots})
-        out.append("Plots: %d, inline in report.html; as PNG and SVG beside it (%s)."
-                   % (len(plots), ", ".join(names)))
+        out.append(textwrap.fill("Plots: %d, inline in report.html; as PNG and SVG beside it (%s)."
+                                 % (len(plots), ", ".join(names)), MD_WIDTH, break_long_words=False,
+                                 break_on_hyphens=False))
     return "\n\n".join(out) + "\n"
 
 
@@ -425,10 +484,11 @@ def _figures(plots, out_dir):
 
 
 def to_html(blocks, plots, out_dir, title):
-    """The page: blocks in order, the plots where a ("figures",) block stands, else at the end."""
+    """The page: blocks in order; the plots whose file name starts with PREFIX where a
+    ("figures", PREFIX) block stands, the others at the end."""
     out = ["<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>%s</title>"
            "<style>%s</style></head><body>" % (html.escape(title), CSS)]
-    placed = False
+    placed = set()
     for b in blocks:
         if b[0] in ("h1", "h2"):
             out.append("<%s>%s</%s>" % (b[0], _inline(b[1]), b[0]))
@@ -439,8 +499,9 @@ def to_html(blocks, plots, out_dir, title):
         elif b[0] == "pre":
             out.append("<pre>%s</pre>" % html.escape(b[1]))
         elif b[0] == "figures":
-            out.extend(_figures(plots, out_dir))
-            placed = True
+            here = [p for p in plots if p[0].startswith(b[1] if len(b) > 1 else "") and p[0] not in placed]
+            out.extend(_figures(here, out_dir))
+            placed.update(p[0] for p in here)
         elif b[0] == "table":
             headers, rows, aligns = b[1:]
             out.append("<table><tr>%s</tr>%s</table>" % (
@@ -448,9 +509,10 @@ def to_html(blocks, plots, out_dir, title):
                 "".join("<tr>%s</tr>" % "".join(
                     "<td%s>%s</td>" % (' class="r"' if a == "r" else "", _inline(str(c)))
                     for c, a in zip(r, aligns)) for r in rows)))
-    if plots and not placed:
+    rest = [p for p in plots if p[0] not in placed]
+    if rest:
         out.append("<h2>Plots</h2>")
-        out.extend(_figures(plots, out_dir))
+        out.extend(_figures(rest, out_dir))
     out.append("</body></html>\n")
     return "\n".join(out)
 
@@ -475,7 +537,11 @@ def build_report(data, out_dir, baseline=None, title=None):
     if baseline not in variants:
         raise InputError("baseline variant %r not among %s" % (baseline, ", ".join(variants)))
     others = [v for v in variants if v != baseline]
-    metrics = sorted({m for r in runs for m in r["metrics"]})
+    present = {m for r in runs for m in r["metrics"]}
+    headline = [h for h in (data.get("headline") or [])
+                if isinstance(h, dict) and h.get("metric") in present]
+    units = {h["metric"]: h.get("unit") or "" for h in headline}
+    metrics = list(units) + sorted(present - set(units))
     point = summary_point(data)
     here = runs_at(runs, point)
     where = (" at " + ", ".join("%s=%s" % kv for kv in point.items())) if point else ""
@@ -490,13 +556,25 @@ def build_report(data, out_dir, baseline=None, title=None):
     for n in data["swept"]:
         info.append("Swept: %s = %s" % (n, ", ".join(param_values(runs, n, data.get("order")))))
     info.append("Variants: %s (baseline: %s)" % (", ".join(variants), baseline))
-    info.append("Seeds: %s (%d)" % (", ".join(seeds), len(seeds)))
+    for v in variants:
+        vs = (data.get("variant_settings") or {}).get(v)
+        if vs:
+            info.append("%s sets %s" % (v, ", ".join("`%s=%s`" % (k, cr.value_str(x))
+                                                        for k, x in sorted(vs.items()))))
+    for v in variants:
+        if (data.get("platform_files") or {}).get(v):
+            info.append("%s runs on `%s`" % (v, data["platform_files"][v]))
+    if data.get("overrides"):
+        info.append("--set: %s" % ", ".join("`%s=%s`" % (k, cr.value_str(x))
+                                           for k, x in sorted(data["overrides"].items())))
+    info.append("Seeds: %s" % seeds[0] if len(seeds) == 1
+                else "Seeds: %d (%s)" % (len(seeds), ", ".join(seeds)))
     if data["failed"]:
         info.append("Failed or missing runs: %d (not included)" % data["failed"])
     blocks = [("h1", title), ("ul", info)]
 
     multi = any((group_stats(here, v, m) or {}).get("n", 0) > 1 for v in variants for m in metrics)
-    rows, diffs = [], []
+    rows, diffs = {}, []
     for m in metrics:
         base = group_stats(here, baseline, m)
         for v in [baseline] + others:
@@ -504,16 +582,27 @@ def build_report(data, out_dir, baseline=None, title=None):
             if not s:
                 continue
             p = None if v == baseline else cr.pct_diff(s["median"], base and base["median"])
-            if v != baseline:
+            if v != baseline and (m in units or not units):
                 diffs.append((m, v, p))
             vals = ([cr.fmt_num(s["min"]), cr.fmt_num(s["median"]), cr.fmt_num(s["max"])]
                     if multi else [cr.fmt_num(s["median"])])
-            rows.append([m, v] + vals + (["base" if v == baseline else cr.fmt_pct(p)]
-                                         if others else []))
+            delta = ("base" if v == baseline else
+                     _signed(s["median"] - base["median"]) if base else "-")
+            label = "%s (%s)" % (m, units[m]) if units.get(m) else m
+            rows.setdefault(m in units, []).append(
+                [label, v] + vals + ([delta, "base" if v == baseline else cr.fmt_pct(p)]
+                                     if others else []))
     heads = (["metric", "variant"] + (["min", "median", "max"] if multi else ["value"])
-             + (["vs " + baseline] if others else []))
-    blocks += [("h2", "Results" + where),
-               ("table", heads, rows, ["l", "l"] + ["r"] * (len(heads) - 2))]
+             + (["diff", "vs " + baseline] if others else []))
+    aligns = ["l", "l"] + ["r"] * (len(heads) - 2)
+    if units:
+        blocks += [("h2", "Headline metrics" + where), ("table", heads, rows.get(True, []), aligns)]
+        if others:
+            blocks.append(("figures", "bars_"))
+        if rows.get(False):
+            blocks += [("h2", "Other metrics" + where), ("table", heads, rows[False], aligns)]
+    else:
+        blocks += [("h2", "Results" + where), ("table", heads, rows.get(False, []), aligns)]
 
     if data["swept"] and others:
         xname, rest = data["swept"][0], {n: point[n] for n in data["swept"][1:]}
@@ -619,6 +708,9 @@ def build_report(data, out_dir, baseline=None, title=None):
         blocks += [("h2", "Parameters"),
                    ("p", ", ".join("`%s=%s`" % (k, cr.value_str(v)) for k, v in sorted(fixed.items())))]
 
+    if others:
+        for h in headline:
+            plot_headline_bars(plt, data, here, variants, baseline, h, where, out_dir, plots)
     if data["swept"]:
         plot_sweeps(plt, data, metrics, out_dir, plots)
     if others:

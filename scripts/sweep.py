@@ -9,6 +9,12 @@ Every point runs `cohsim run SCENARIO [--variant V] --set k=v... --seed S
 DIR/results.csv (one row per point and seed; columns scenario, variant, seed,
 param.<name>..., metric.<name>..., status) and DIR/sweep.json describes the grid.
 
+Before the first point, `cohsim params` checks every variant and every --set and
+--param name (with each swept parameter at its first value): an unknown variant,
+an unknown name (with a did-you-mean) or a name a variant sets is exit 2, and
+nothing runs. The default DIR is sweep-out/<scenario stem> under the current
+directory.
+
 Re-running the same command resumes: points whose result JSON is complete are
 skipped, incomplete or corrupt ones run again. A failed point keeps its command
 line and stderr in DIR/points/<id>.err; the others go on. Exit status: 0 all
@@ -32,6 +38,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -347,6 +354,26 @@ def check_existing_sweep(out_dir, desc):
                 % (out_dir, "scenario" if key == "scenario" else "--set", old.get(key), desc[key]))
 
 
+def check_names(cohsim, scenario, params, variants, fixed):
+    """Before the first point: every variant exists and every --set/--param name
+    is one the scenario reads (and no variant run sets it), as
+    `cohsim params` judges them with each swept parameter at its first value.
+    Raises UsageError with cohsim's own message (did-you-mean, valid keys)."""
+    with tempfile.TemporaryDirectory(prefix="cohsim-sweep-check-") as tmp:
+        for variant in variants:
+            cmd = [cohsim, "params", scenario, "--json", os.path.join(tmp, "params.json")]
+            if variant:
+                cmd += ["--variant", variant]
+            for k, v in list(fixed) + [(n, vals[0]) for n, vals in params]:
+                cmd += ["--set", "%s=%s" % (k, v)]
+            done = subprocess.run(cmd, cwd=str(cr.REPO_ROOT), stdin=subprocess.DEVNULL,
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                message = (done.stderr.strip() or done.stdout.strip()).replace("cohsim: error: ", "")
+                raise UsageError("%s%s (no point ran)" % (
+                    "variant %s: " % variant if variant else "", message))
+
+
 def run_sweep(args, scenario, params, variants, seeds, fixed, out_dir):
     cohsim = resolve_cohsim(args.cohsim)
     points = expand_grid(params, variants, seeds)
@@ -357,6 +384,8 @@ def run_sweep(args, scenario, params, variants, seeds, fixed, out_dir):
     todo = [p for p in points if not cr.is_complete(points_dir / (p["id"] + ".json"))]
 
     if args.emit_joblist:
+        if todo and os.path.isfile(cohsim) and os.access(cohsim, os.X_OK):
+            check_names(cohsim, scenario, params, variants, fixed)
         desc["cohsim"] = repo_relative(cohsim)
         cr.atomic_write_text(out_dir / "sweep.json", json.dumps(desc, indent=2) + "\n")
         rel_points = repo_relative(points_dir)
@@ -378,6 +407,8 @@ def run_sweep(args, scenario, params, variants, seeds, fixed, out_dir):
         raise UsageError("cohsim binary not found or not executable: %s (build it with "
                          "`cmake --preset release && cmake --build --preset release`, or pass "
                          "--cohsim PATH / set COHSIM)" % cohsim)
+    if todo:
+        check_names(cohsim, scenario, params, variants, fixed)
     points_dir.mkdir(parents=True, exist_ok=True)
     cr.atomic_write_text(out_dir / "sweep.json", json.dumps(desc, indent=2) + "\n")
     for p in todo:  # stale partial output must not be mistaken for a result
@@ -559,7 +590,8 @@ def build_parser():
                     help="fixed setting for every point (repeatable)")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
                     help="parallel points (default: %(default)s)")
-    ap.add_argument("--out", metavar="DIR", help="output directory (default: REPO/sweep-out/<scenario stem>)")
+    ap.add_argument("--out", metavar="DIR",
+                    help="output directory (default: sweep-out/<scenario stem> under the current directory)")
     ap.add_argument("--cohsim", metavar="PATH",
                     help="simulator binary (default: $COHSIM or build/release/cohsim)")
     ap.add_argument("--timeout", type=float, metavar="SECONDS", help="per-point time limit")
@@ -596,7 +628,7 @@ def main(argv=None):
         if both:
             raise UsageError("%s is both swept (--param) and fixed (--set)" % ", ".join(sorted(both)))
         out_dir = Path(args.out).resolve() if args.out else (
-            cr.REPO_ROOT / "sweep-out" / Path(args.scenario).stem)
+            Path.cwd() / "sweep-out" / Path(args.scenario).stem)
         return run_sweep(args, resolve_scenario(args.scenario), params, variants, seeds,
                          fixed, out_dir)
     except UsageError as e:

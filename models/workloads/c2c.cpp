@@ -90,7 +90,9 @@ class C2c : public scenario::Workload {
 
 void register_c2c(WorkloadTable& t) {
   t.add("c2c", "core-to-core latency: CAS ping-pong of one line between cpu_a and cpu_b",
-        [](config::Reader p, Machine& m) { return std::make_unique<C2c>(p, m); });
+        [](config::Reader p, Machine& m) { return std::make_unique<C2c>(p, m); },
+        // Headline metrics (name, unit, lower is better), reported and plotted first.
+        {{"one_way_ns", "ns", true}});
 }
 
 }  // namespace cohsim::models

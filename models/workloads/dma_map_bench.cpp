@@ -252,7 +252,9 @@ void register_dma_map_bench(WorkloadTable& t) {
   t.add("dma-map-bench",
         "SMMUv3 DMA map+unmap per CPU: arm_smmu_cmdq_issue_cmdlist (TLBI + CMD_SYNC) in the cmpxchg, "
         "spinlock-fallback or fetch-add variant",
-        [](config::Reader p, Machine& m) { return std::make_unique<DmaMapBench>(p, m); });
+        [](config::Reader p, Machine& m) { return std::make_unique<DmaMapBench>(p, m); },
+        // Headline metrics (name, unit, lower is better), reported and plotted first.
+        {{"ops_per_cpu_per_s", "ops/s per CPU", false}, {"total_ops_per_s", "ops/s", false}});
 }
 
 }  // namespace cohsim::models

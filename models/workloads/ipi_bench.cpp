@@ -237,7 +237,9 @@ void register_ipi_bench(WorkloadTable& t) {
   t.add("ipi-bench",
         "IPI benchmark (arm64 GICv3 or x86 local APIC): data stores, then smp_call_function_single(target, "
         "empty, NULL, 1) to every CPU",
-        [](config::Reader p, Machine& m) { return std::make_unique<IpiBench>(p, m); });
+        [](config::Reader p, Machine& m) { return std::make_unique<IpiBench>(p, m); },
+        // Headline metrics (name, unit, lower is better), reported and plotted first.
+        {{"ns_per_call", "ns", true}, {"total_ms", "ms", true}});
 }
 
 }  // namespace cohsim::models

@@ -152,7 +152,9 @@ class IpiLatency : public scenario::Workload {
 
 void register_ipi_latency(WorkloadTable& t) {
   t.add("ipi-latency", "x86 one-way IPI latency: send to handler entry between CPU pairs, same and cross socket",
-        [](config::Reader p, Machine& m) { return std::make_unique<IpiLatency>(p, m); });
+        [](config::Reader p, Machine& m) { return std::make_unique<IpiLatency>(p, m); },
+        // Headline metrics (name, unit, lower is better), reported and plotted first.
+        {{"one_way_ipi_ns", "ns", true}});
 }
 
 }  // namespace cohsim::models

@@ -68,7 +68,9 @@ class MemLatency : public scenario::Workload {
 
 void register_mem_latency(WorkloadTable& t) {
   t.add("mem-latency", "dependent random pointer chase (lmbench lat_mem_rd -t) from `cpu` over a buffer on `node`",
-        [](config::Reader p, Machine& m) { return std::make_unique<MemLatency>(p, m); });
+        [](config::Reader p, Machine& m) { return std::make_unique<MemLatency>(p, m); },
+        // Headline metrics (name, unit, lower is better), reported and plotted first.
+        {{"load_ns", "ns", true}});
 }
 
 }  // namespace cohsim::models

@@ -159,7 +159,9 @@ class Spinlock : public scenario::Workload {
 
 void register_spinlock(WorkloadTable& t) {
   t.add("spinlock", "threads on `cpus` contend for one lock (tas | ticket | qspinlock) around a short critical section",
-        [](config::Reader p, Machine& m) { return std::make_unique<Spinlock>(p, m); });
+        [](config::Reader p, Machine& m) { return std::make_unique<Spinlock>(p, m); },
+        // Headline metrics (name, unit, lower is better), reported and plotted first.
+        {{"ns_per_section", "ns", true}, {"total_ms", "ms", true}});
 }
 
 }  // namespace cohsim::models

@@ -23,6 +23,7 @@ int cmd_schema(const std::vector<std::string>& args);
 int cmd_selftest(const std::vector<std::string>& args);
 int cmd_sensitivity(const std::vector<std::string>& args);
 int cmd_litmus(const std::vector<std::string>& args);
+int cmd_params(const std::vector<std::string>& args);
 /// Dispatches argv; catches every error and maps it to an exit code.
 int main_entry(int argc, char** argv);
 
@@ -38,15 +39,22 @@ struct TraceOptions {
   std::string file;
   sim::Tick from = 0, to = sim::kNever;
 };
-/// Loads, validates and runs one scenario variant.
+/// Loads, validates and runs one scenario variant ("" = the baseline's values, recorded as no variant);
+/// a non-empty `platform_file` replaces the scenario's platform.
 RunOutput run_scenario(const std::string& path, const std::string& variant,
                        const std::vector<scenario::Override>& overrides, std::optional<std::uint64_t> seed,
-                       bool progress, const TraceOptions* trace = nullptr);
+                       bool progress, const TraceOptions* trace = nullptr, const std::string& platform_file = "");
+/// Throws ConfigError when a --set key is one that `variants` (the ones run) set: such a --set
+/// would quietly change what the variant means. `allow` (--override-variant) permits it.
+void check_sets_keep_variants(const scenario::LoadedScenario& s, const std::vector<std::string>& variants,
+                              const std::vector<scenario::Override>& overrides, bool allow);
 /// Parses `args` against `visible` plus one positional argument stored in
 /// `positional`. On --help prints `what` and the options and returns nullopt.
 std::optional<boost::program_options::variables_map> parse_command_line(
     const std::vector<std::string>& args, const boost::program_options::options_description& visible,
     std::string& positional, const std::string& what);
+/// Sets the log level for -q/-v (the same for every command); both at once is bad input.
+void apply_verbosity(bool quiet, bool verbose);
 /// Writes `text` to `path` atomically (temporary file, then rename).
 void write_file_atomically(const std::string& path, const std::string& text);
 /// Prints metrics as an aligned table.

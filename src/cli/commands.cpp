@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
@@ -15,8 +16,8 @@ namespace cohsim::cli {
 namespace po = boost::program_options;
 using nlohmann::json;
 
-RunOutput finish_run(const std::string& path, const scenario::LoadedScenario& s, scenario::Run& run,
-                     const scenario::Results& r, std::uint64_t used_seed,
+RunOutput finish_run(const std::string& path, const scenario::LoadedScenario& s, const std::string& named_variant,
+                     scenario::Run& run, const scenario::Results& r, std::uint64_t used_seed,
                      const std::vector<scenario::Override>& overrides,
                      std::chrono::steady_clock::time_point wall0);
 
@@ -42,12 +43,13 @@ std::optional<po::variables_map> parse_command_line(const std::vector<std::strin
 }
 
 namespace {
-/// A progress line on a terminal: simulated time, host rate, time left.
+/// A progress line on a terminal: simulated time, host rate, time left; from
+/// one second of host time on (a shorter run prints none), twice a second.
 void install_progress_line(sim::Simulator& sim, std::chrono::steady_clock::time_point wall0) {
   auto last = std::make_shared<std::chrono::steady_clock::time_point>(wall0);
   sim.set_progress_hook([&sim, last, wall0] {
     auto now = std::chrono::steady_clock::now();
-    if (now - *last < std::chrono::milliseconds(500)) return;
+    if (now - wall0 < std::chrono::seconds(1) || now - *last < std::chrono::milliseconds(500)) return;
     *last = now;
     double wall = std::chrono::duration<double>(now - wall0).count();
     std::string left;
@@ -98,8 +100,8 @@ std::string format_metrics(const scenario::Results& r) {
 
 RunOutput run_scenario(const std::string& path, const std::string& variant,
                        const std::vector<scenario::Override>& overrides, std::optional<std::uint64_t> seed,
-                       bool progress, const TraceOptions* trace) {
-  auto s = scenario::load_scenario(path, variant, overrides);
+                       bool progress, const TraceOptions* trace, const std::string& platform_file) {
+  auto s = scenario::load_scenario(path, variant, overrides, platform_file);
   const std::uint64_t used_seed = seed.value_or(s.seed);
   auto wall0 = std::chrono::steady_clock::now();
   scenario::Run run(s, used_seed);
@@ -119,24 +121,30 @@ RunOutput run_scenario(const std::string& path, const std::string& variant,
       spdlog::warn("the trace is about {} MB ({} events): narrow it with --trace-window FROM:TO",
                    tracer->bytes_estimate() >> 20, tracer->events());
     write_file_atomically(trace->file, tracer->to_json());
-    return finish_run(path, s, run, r0, used_seed, overrides, wall0);
+    return finish_run(path, s, variant, run, r0, used_seed, overrides, wall0);
   }
   scenario::Results r = run.execute();
   if (progress && ::isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%60s\r", "");
-  return finish_run(path, s, run, r, used_seed, overrides, wall0);
+  return finish_run(path, s, variant, run, r, used_seed, overrides, wall0);
 }
 
-RunOutput finish_run(const std::string& path, const scenario::LoadedScenario& s, scenario::Run& run,
-                     const scenario::Results& r, std::uint64_t used_seed,
+RunOutput finish_run(const std::string& path, const scenario::LoadedScenario& s, const std::string& named_variant,
+                     scenario::Run& run, const scenario::Results& r, std::uint64_t used_seed,
                      const std::vector<scenario::Override>& overrides,
                      std::chrono::steady_clock::time_point wall0) {
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   json metrics = json::object();
   for (const auto& [k, v] : r.metrics) metrics[k] = v;
+  // A variant's name is recorded only when the user named it: without
+  // --variant the baseline's values ran, perhaps changed by --set.
+  const json variant_params = named_variant.empty() ? json::object() : s.variant_settings.at(named_variant);
   json doc = {{"scenario", path},
               {"platform", run.machine().name()},
+              {"platform_file", s.platform.file},
               {"workload", s.workload},
-              {"variant", s.variant},
+              {"variant", named_variant},
+              {"baseline", s.baseline},
+              {"variant_params", variant_params},
               {"params", run.params_used()},
               {"seed", used_seed},
               {"version", COHSIM_VERSION},
@@ -148,12 +156,41 @@ RunOutput finish_run(const std::string& path, const scenario::LoadedScenario& s,
   json overrides_json = json::object();
   for (const auto& o : overrides) overrides_json[o.key] = o.value;
   doc["overrides"] = overrides_json;
+  json headline = json::array();  // what reports show and plot first
+  for (const auto& h : scenario::workloads().at(s.workload).headline)
+    headline.push_back({{"metric", h.name}, {"unit", h.unit}, {"lower_is_better", h.lower_is_better}});
+  doc["headline"] = headline;
   // A workload's extras never replace the run's own keys (the dma-map-bench's
   // "variant" is its space-allocation scheme, not the scenario variant).
   for (auto it = r.extra.begin(); it != r.extra.end(); ++it)
     if (!doc.contains(it.key())) doc[it.key()] = it.value();
   doc["failures"] = r.failures;
   return {doc, r, run.registry().provenance()};
+}
+
+void check_sets_keep_variants(const scenario::LoadedScenario& s, const std::vector<std::string>& variants,
+                              const std::vector<scenario::Override>& overrides, bool allow) {
+  if (allow) return;
+  for (const auto& o : overrides) {
+    std::string named;
+    for (const auto& v : scenario::variants_setting(s, o.key))
+      if (std::find(variants.begin(), variants.end(), v.variant) != variants.end())
+        named += fmt::format("{}'{}' sets {} to {}", named.empty() ? "" : ", ", v.variant,
+                             v.key == o.key ? "it" : v.key, v.value.dump());
+    if (named.empty()) continue;
+    throw config::ConfigError(
+        "--set", o.key + "=" + o.value,
+        fmt::format("{}: the --set would quietly change what the variant means. Drop the --set, run without "
+                    "--variant (the baseline's values, then your --set; no variant name is recorded), or pass "
+                    "--override-variant",
+                    named));
+  }
+}
+
+void apply_verbosity(bool quiet, bool verbose) {
+  if (quiet && verbose) throw po::error("-q (--quiet) and -v (--verbose) exclude each other");
+  // Sets the default and every component logger already created (cohsim::log).
+  spdlog::set_level(verbose ? spdlog::level::debug : quiet ? spdlog::level::err : spdlog::level::warn);
 }
 
 namespace {
@@ -171,7 +208,7 @@ void add_common(po::options_description& d, CommonOptions& o) {
       ("seed", po::value<std::uint64_t>(), "seed of the named random sources (default: the scenario's)")
       ("json", po::value(&o.json_out), "write the results document to FILE (atomically)")
       ("verbose,v", po::bool_switch(&o.verbose), "debug logging")
-      ("quiet,q", po::bool_switch(&o.quiet), "print only errors");
+      ("quiet,q", po::bool_switch(&o.quiet), "print only the results (the metrics) and errors: no progress");
 }
 
 std::vector<scenario::Override> overrides_of(const CommonOptions& o) {
@@ -180,10 +217,7 @@ std::vector<scenario::Override> overrides_of(const CommonOptions& o) {
   return out;
 }
 
-void apply_logging(const CommonOptions& o) {
-  // Sets the default and every component logger already created (cohsim::log).
-  spdlog::set_level(o.verbose ? spdlog::level::debug : o.quiet ? spdlog::level::err : spdlog::level::warn);
-}
+void apply_logging(const CommonOptions& o) { apply_verbosity(o.quiet, o.verbose); }
 
 }  // namespace
 
@@ -191,9 +225,14 @@ int cmd_run(const std::vector<std::string>& args) {
   CommonOptions common;
   std::string scenario_path, variant;
   po::options_description d("cohsim run SCENARIO [options]");
-  std::string trace_window;
+  std::string trace_window, platform_file;
   TraceOptions trace;
-  d.add_options()("help,h", "this help")("variant", po::value(&variant), "variant to run (default: the scenario's baseline)")(
+  bool override_variant = false;
+  d.add_options()("help,h", "this help")(
+      "variant", po::value(&variant),
+      "variant to run (default: the baseline's values, recorded as no variant; --set then may change them)")(
+      "override-variant", po::bool_switch(&override_variant), "allow a --set of a key the --variant sets")(
+      "platform", po::value(&platform_file), "run on this platform file instead of the scenario's")(
       "trace", po::value(&trace.file), "write a Chrome trace-event JSON timeline to FILE (open in Perfetto)")(
       "trace-window", po::value(&trace_window), "only trace FROM:TO of simulated time, e.g. 10us:20us");
   add_common(d, common);
@@ -212,21 +251,32 @@ int cmd_run(const std::vector<std::string>& args) {
     trace.from = *from;
     trace.to = *to;
   }
-  RunOutput out = run_scenario(scenario_path, variant, overrides_of(common), common.seed, !common.quiet, &trace);
+  const auto overrides = overrides_of(common);
+  if (!variant.empty())
+    check_sets_keep_variants(scenario::load_scenario(scenario_path, variant, overrides, platform_file), {variant},
+                             overrides, override_variant);
+  RunOutput out =
+      run_scenario(scenario_path, variant, overrides, common.seed, !common.quiet, &trace, platform_file);
   if (!common.json_out.empty()) write_file_atomically(common.json_out, out.doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-  if (!common.quiet) {
+  if (common.quiet) {
+    std::cout << format_metrics(out.results);
+  } else {
     std::cout << fmt::format("scenario  {}\nplatform  {}\nworkload  {}\nvariant   {}\nseed      {}\n\nmetrics\n{}",
                              scenario_path, out.doc["platform"].get<std::string>(), out.doc["workload"].get<std::string>(),
-                             out.doc["variant"].get<std::string>(), out.doc["seed"].get<std::uint64_t>(),
+                             !variant.empty() ? variant
+                             : out.doc["baseline"].get<std::string>().empty()
+                                 ? std::string("(none: the scenario has no variants)")
+                                 : fmt::format("(none named: the baseline {}'s values)", out.doc["baseline"].get<std::string>()),
+                             out.doc["seed"].get<std::uint64_t>(),
                              format_metrics(out.results));
     if (out.doc.contains("contention") && !out.doc["contention"].empty()) {
       std::cout << "\ntop contended lines (symbol, home node, transfers by hop class, invalidations, wait)\n";
       int shown = 0;
       for (const auto& l : out.doc["contention"]) {
         if (++shown > 5) break;
-        std::cout << fmt::format("  {:<28} node {}  {}  inv {}  wait {:.0f}ns\n", l["symbol"].get<std::string>(),
+        std::cout << fmt::format("  {:<28} node {}  {}  inv {}  wait {}\n", l["symbol"].get<std::string>(),
                                  l["home_node"].get<int>(), l["transfers"].dump(), l["invalidations"].get<std::uint64_t>(),
-                                 l["wait_ns"].get<double>());
+                                 sim::format_time(sim::from_ns(l["wait_ns"].get<double>())));
       }
     }
     if (out.doc.contains("links") && !out.doc["links"].empty()) {

@@ -1,9 +1,12 @@
 // compare: every variant with the same parameters and seed; sensitivity: every
 // uncertain input at the two ends of its range (sensitivity.cpp).
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <fmt/format.h>
+#include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "cli.hpp"
 #include "report_output.hpp"
@@ -17,11 +20,13 @@ using nlohmann::json;
 namespace {
 
 struct CompareOptions {
-  std::string scenario, json_out, report_dir, variants_csv, metric, calibration, ranges_from;
+  std::string scenario, json_out, report_dir, variants_csv, metric, calibration, ranges_from, platform_file,
+      platforms_csv;
   std::vector<std::string> sets, screen_sets;
   std::optional<std::uint64_t> seed;
   int full_runs = 5;
-  bool quiet = false;
+  int seeds = 1;
+  bool quiet = false, verbose = false, override_variant = false;
 };
 
 bool parse_compare_like(const std::vector<std::string>& args, CompareOptions& o, const char* usage,
@@ -30,9 +35,17 @@ bool parse_compare_like(const std::vector<std::string>& args, CompareOptions& o,
   d.add_options()("help,h", "this help")("set", po::value(&o.sets)->composing(), "override: KEY=VALUE (repeatable)")(
       "seed", po::value<std::uint64_t>(), "seed (default: the scenario's)")(
       "variants", po::value(&o.variants_csv), "comma-separated variants (default: all, baseline first)")(
+      "seeds", po::value(&o.seeds),
+      "run each variant with N seeds (the seed, seed+1, ...): the table shows medians, the report min..max")(
       "json", po::value(&o.json_out), "write compare.json-style results to FILE")(
       "report", po::value(&o.report_dir), "write report.md, report.html and plots into DIR")(
-      "quiet,q", po::bool_switch(&o.quiet), "print only the table")(
+      "quiet,q", po::bool_switch(&o.quiet), "print only the results (the table) and errors: no progress")(
+      "verbose,v", po::bool_switch(&o.verbose), "debug logging")(
+      "platform", po::value(&o.platform_file), "run on this platform file instead of the scenario's")(
+      "platforms", po::value(&o.platforms_csv),
+      "A.json,B.json,...: run the variants on each platform, side by side (columns VARIANT@STEM; the first "
+      "platform's baseline is the baseline)")(
+      "override-variant", po::bool_switch(&o.override_variant), "allow a --set of a key some variant sets")(
       "metric", po::value(&o.metric), "sensitivity: the metric of the per-input table (default: the first)")(
       "screen-set", po::value(&o.screen_sets)->composing(),
       "sensitivity: screen every input with short runs (KEY=VALUE, repeatable, e.g. duration=5ms) and run only "
@@ -47,6 +60,7 @@ bool parse_compare_like(const std::vector<std::string>& args, CompareOptions& o,
   auto vm = parse_command_line(args, d, o.scenario, what);
   if (!vm) return false;
   if (o.scenario.empty()) throw po::error("missing SCENARIO");
+  apply_verbosity(o.quiet, o.verbose);
   if (vm->count("seed")) o.seed = (*vm)["seed"].as<std::uint64_t>();
   return true;
 }
@@ -70,12 +84,36 @@ std::vector<scenario::Override> overrides_of(const std::vector<std::string>& set
   return out;
 }
 
-std::vector<std::string> variants_to_run(const CompareOptions& o, const std::vector<scenario::Override>& ov) {
-  auto s = scenario::load_scenario(o.scenario, "", ov);
+std::vector<std::string> variants_to_run(const CompareOptions& o, const std::vector<scenario::Override>& ov,
+                                         const std::string& platform_file) {
+  auto s = scenario::load_scenario(o.scenario, "", ov, platform_file);
   std::vector<std::string> vs = o.variants_csv.empty() ? s.variants : split_csv(o.variants_csv);
   if (vs.empty()) vs.push_back("");
-  for (const auto& v : vs) scenario::load_scenario(o.scenario, v, ov);  // unknown names fail now
+  for (const auto& v : vs) scenario::load_scenario(o.scenario, v, ov, platform_file);  // unknown names fail now
+  check_sets_keep_variants(s, vs, ov, o.override_variant);
   return vs;
+}
+
+/// One variant's runs over seeds as one: each metric's median (a metric some
+/// seed lacks is left out), every seed's correctness failures.
+RunOutput median_over_seeds(const std::vector<RunOutput>& seeds) {
+  RunOutput out = seeds.front();
+  if (seeds.size() == 1) return out;
+  out.results.metrics.clear();
+  out.results.failures.clear();
+  for (const auto& [name, first] : seeds.front().results.metrics) {
+    std::vector<double> values;
+    for (const auto& s : seeds)
+      if (s.results.has(name)) values.push_back(s.results.get(name));
+    if (values.size() != seeds.size()) continue;
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    out.results.add(name, n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2);
+  }
+  for (const auto& s : seeds)
+    for (const auto& f : s.results.failures)
+      out.results.failures.push_back(fmt::format("seed {}: {}", s.doc["seed"].get<std::uint64_t>(), f));
+  return out;
 }
 
 void print_table(const std::vector<RunOutput>& runs) {
@@ -85,7 +123,7 @@ void print_table(const std::vector<RunOutput>& runs) {
   for (const auto& n : names) w = std::max(w, n.size());
   std::cout << fmt::format("{:<{}}", "metric", w);
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    std::cout << fmt::format("  {:>14}", runs[i].doc["variant"].get<std::string>());
+    std::cout << fmt::format("  {:>14}", runs[i].doc["label"].get<std::string>());
     if (i > 0) std::cout << fmt::format("  {:>9}", "diff");
   }
   std::cout << "\n";
@@ -124,7 +162,7 @@ void print_table(const std::vector<RunOutput>& runs) {
     if (!failed(i)) continue;
     const auto& f = runs[i].results.failures;
     std::cout << fmt::format("* {}: {} correctness failure(s); its figures cover the completed operations only\n",
-                             runs[i].doc["variant"].get<std::string>(), f.size());
+                             runs[i].doc["label"].get<std::string>(), f.size());
     constexpr std::size_t kShown = 5;
     for (std::size_t k = 0; k < std::min(f.size(), kShown); ++k) std::cout << "    " << f[k] << "\n";
     if (f.size() > kShown) std::cout << fmt::format("    ... and {} more (all in --json)\n", f.size() - kShown);
@@ -147,17 +185,57 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
   if (o.full_runs < 0) throw config::ConfigError("--full-runs", std::to_string(o.full_runs), "must be 0 or more");
   if (!with_sensitivity && (!o.screen_sets.empty() || !o.ranges_from.empty() || !o.calibration.empty()))
     throw config::ConfigError("compare", "--screen-set/--ranges/--calibration", "these belong to --sensitivity");
-  auto ov = overrides_of(o.sets);
-  auto variants = variants_to_run(o, ov);
-  std::vector<RunOutput> runs;
-  for (const auto& v : variants) {
-    if (!o.quiet) std::cerr << "running variant " << (v.empty() ? "(default)" : v) << "...\n";
-    runs.push_back(run_scenario(o.scenario, v, ov, o.seed, false));
+  if (with_sensitivity && !o.platform_file.empty())
+    throw config::ConfigError("--platform", o.platform_file,
+                              "not combined with sensitivity: name the platform in a copy of the scenario");
+  if (o.seeds < 1) throw config::ConfigError("--seeds", std::to_string(o.seeds), "must be at least 1");
+  if (with_sensitivity && o.seeds > 1)
+    throw config::ConfigError("--seeds", std::to_string(o.seeds), "not combined with sensitivity (one seed)");
+  const std::vector<std::string> platforms =
+      o.platforms_csv.empty() ? std::vector<std::string>{o.platform_file} : split_csv(o.platforms_csv);
+  if (!o.platforms_csv.empty()) {
+    if (!o.platform_file.empty() || with_sensitivity)
+      throw config::ConfigError("--platforms", o.platforms_csv, "not combined with --platform or sensitivity");
+    std::set<std::string> stems;
+    for (const auto& p : platforms)
+      if (!stems.insert(std::filesystem::path(p).stem().string()).second)
+        throw config::ConfigError("--platforms", o.platforms_csv,
+                                  fmt::format("two files named {}: the columns would not tell them apart", p));
+    if (platforms.size() < 2) throw config::ConfigError("--platforms", o.platforms_csv, "name two or more files");
   }
+  auto ov = overrides_of(o.sets);
+  const std::uint64_t first_seed = o.seed.value_or(scenario::load_scenario(o.scenario, "", ov, platforms.front()).seed);
+  std::vector<std::string> variants;
+  std::vector<RunOutput> runs, every_run;  // runs: one per variant and platform (the median over seeds)
+  for (const auto& platform : platforms) {
+    variants = variants_to_run(o, ov, platform);
+    for (const auto& v : variants) {
+      // A column's name: the variant, and with --platforms the platform file's stem.
+      const std::string stem = std::filesystem::path(platform).stem().string();
+      const std::string label = o.platforms_csv.empty() ? v : v.empty() ? stem : v + "@" + stem;
+      std::vector<RunOutput> seeds;
+      for (int k = 0; k < o.seeds; ++k) {
+        if (!o.quiet)
+          std::cerr << "running " << (label.empty() ? "(default)" : label)
+                    << (o.seeds > 1 ? fmt::format(", seed {}", first_seed + static_cast<std::uint64_t>(k)) : "")
+                    << "...\n";
+        seeds.push_back(run_scenario(o.scenario, v, ov, first_seed + static_cast<std::uint64_t>(k), !o.quiet,
+                                     nullptr, platform));
+        seeds.back().doc["label"] = label;
+      }
+      every_run.insert(every_run.end(), seeds.begin(), seeds.end());
+      runs.push_back(median_over_seeds(seeds));
+    }
+  }
+  if (o.seeds > 1)
+    std::cout << fmt::format("medians over {} seeds ({}..{})\n", o.seeds, first_seed,
+                             first_seed + static_cast<std::uint64_t>(o.seeds) - 1);
   print_table(runs);
   json doc = {{"scenario", o.scenario}, {"platform", runs.front().doc["platform"]},
-              {"params", runs.front().doc["params"]}, {"baseline", runs.front().doc["variant"]}, {"runs", json::array()}};
-  for (const auto& r : runs) doc["runs"].push_back(r.doc);
+              {"platform_file", runs.front().doc["platform_file"]}, {"workload", runs.front().doc["workload"]},
+              {"headline", runs.front().doc["headline"]}, {"overrides", runs.front().doc["overrides"]},
+              {"params", runs.front().doc["params"]}, {"baseline", runs.front().doc["label"]}, {"runs", json::array()}};
+  for (const auto& r : every_run) doc["runs"].push_back(r.doc);
   if (with_sensitivity) {
     SensitivityOptions so{.scenario = o.scenario, .variants = variants, .overrides = ov, .seed = o.seed,
                           .metric = o.metric, .screen_sets = overrides_of(o.screen_sets), .full_runs = o.full_runs,

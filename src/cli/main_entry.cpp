@@ -22,6 +22,7 @@ const std::map<std::string, Command>& commands() {
       {"compare", {cmd_compare, "run every variant with the same parameters and seed; one table (--report DIR for a report)"}},
       {"validate", {cmd_validate, "predicted vs measured for every calibration row (data/calibration.json)"}},
       {"topo", {cmd_topo, "show a platform: tree, hop paths and latencies, nodes, parameters with sources"}},
+      {"params", {cmd_params, "every workload and platform parameter of a scenario: value, kind, bounds, range, source, doc"}},
       {"schema", {cmd_schema, "export the JSON Schema of platform or scenario files (cohsim schema platform|scenario)"}},
       {"selftest", {cmd_selftest, "random coherence tester: cohsim selftest coherence [--cpus N] [--ops M] [--seed S]"}},
       {"litmus", {cmd_litmus, "run herd7 litmus tests on the simulated cores: cohsim litmus [--kinds F] [--json F] PATH..."}},
@@ -80,8 +81,14 @@ int main_entry(int argc, char** argv) {
         print_help();
         return kOk;
       }
+      if (args[1] == "help") {
+        std::cout << "usage: cohsim help [COMMAND]\n\nWithout COMMAND: the commands and exit codes. With one: that "
+                     "command's options (the same as cohsim COMMAND --help).\n";
+        return kOk;
+      }
       auto it = commands().find(args[1]);
-      if (it == commands().end()) throw boost::program_options::error("unknown command '" + args[1] + "'");
+      if (it == commands().end())
+        throw boost::program_options::error("unknown command '" + args[1] + "' (see cohsim --help)");
       return it->second.fn({"--help"});
     }
     auto it = commands().find(args[0]);

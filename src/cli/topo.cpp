@@ -83,10 +83,13 @@ int cmd_topo(const std::vector<std::string>& args) {
                                t.threads_per_core() > 1 ? fmt::format(" (first threads; siblings: {})", fmt::join(t.smt_siblings(lo), ",")) : "");
     }
   }
-  std::cout << "\nunloaded one-way message latency from CPU 0, by hop class\n";
-  for (auto it = classes.begin(); it != classes.end(); ++it)
-    std::cout << fmt::format("  {:<16} e.g. CPUs {:<8} {:>7.1f} ns\n", it.key(), it.value()["example"].get<std::string>(),
-                             it.value()["one_way_ns"].get<double>());
+  std::cout << "\nunloaded one-way message latency from CPU 0, by hop class (nearest first)\n";
+  for (int c = 0; c < topo::kHopClasses; ++c) {
+    const std::string cls = topo::hop_class_name(static_cast<topo::HopClass>(c));
+    if (!classes.contains(cls)) continue;
+    std::cout << fmt::format("  {:<16} e.g. CPUs {:<8} {:>7.1f} ns\n", cls, classes[cls]["example"].get<std::string>(),
+                             classes[cls]["one_way_ns"].get<double>());
+  }
   std::cout << "\nNUMA nodes\n";
   for (const auto& n : nodes)
     std::cout << fmt::format("  node {}: CPUs {}, home on die {}, CPU 0 -> home {:.1f} ns\n", n["node"].get<int>(),

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -32,6 +33,23 @@ const char* kind_name(Kind k) {
     case Kind::object: return "an object";
   }
   return "?";
+}
+
+/// A bound or value of a numeric kind in its own unit ("10ms", "4GHz", "64KiB").
+std::string in_unit(Kind k, double base) {
+  switch (k) {
+    case Kind::time: return sim::format_time(static_cast<sim::Tick>(base));
+    case Kind::frequency:
+      return base >= 1e9 ? fmt::format("{:g}GHz", base / 1e9)
+             : base >= 1e6 ? fmt::format("{:g}MHz", base / 1e6)
+             : base >= 1e3 ? fmt::format("{:g}kHz", base / 1e3)
+                           : fmt::format("{:g}Hz", base);
+    case Kind::size:
+      for (const auto& [unit, bytes] : {std::pair{"GiB", 1073741824.0}, {"MiB", 1048576.0}, {"KiB", 1024.0}})
+        if (base >= bytes) return fmt::format("{:.4g}{}", base / bytes, unit);
+      return fmt::format("{:g}B", base);
+    default: return fmt::format("{:g}", base);
+  }
 }
 
 /// A value of a numeric kind in base units (ps, Hz, bytes, plain); nullopt when it is not one.
@@ -128,7 +146,10 @@ bool Reader::has(std::string_view key) const {
 void Reader::fail(std::string_view key, const std::string& rule) const {
   std::string path = path_of(key);
   std::string msg = rule;
-  if (has(key)) msg = fmt::format("value {}: {}", shown((*object_)[std::string(key)]), rule);
+  if (has(key)) {
+    const json& v = (*object_)[std::string(key)];  // a {value, source} leaf: the value is what was given
+    msg = fmt::format("value {}: {}", shown(v.is_object() && v.contains("value") ? v["value"] : v), rule);
+  }
   if (registry_->overridden.count(path)) msg += " (value set on the command line)";
   throw ConfigError(file_, path, msg);
 }
@@ -139,6 +160,8 @@ void Reader::declare(std::string_view key, Kind kind, const Spec& s) {
   t["description"] = std::string(s.doc);
   if (s.def) t["default"] = *s.def;
   if (!s.estimate_range.empty()) t["x-estimate-range"] = s.estimate_range;  // an annotation validators ignore
+  if (s.min || s.max)  // the declared bounds in the kind's unit (cohsim params shows them)
+    t["x-bounds"] = fmt::format("{}..{}", s.min ? in_unit(kind, *s.min) : "", s.max ? in_unit(kind, *s.max) : "");
   json& props = (*schema_)["properties"];
   if (is_numeric_kind(kind) || (sourced_ && kind == Kind::boolean)) {
     json wrapped = {{"type", "object"},
@@ -252,6 +275,15 @@ double Reader::check_range(std::string_view key, double v, const Spec& s) const 
 }
 
 namespace {
+
+/// Fails `key` unless `v` (base units) is within the declared bounds, stating them in the kind's unit.
+void check_bounds(const Reader& r, std::string_view key, double v, const Spec& s, Kind k) {
+  if (s.min && v < *s.min)
+    r.fail(key, fmt::format("{} is below the minimum {} ({})", in_unit(k, v), in_unit(k, *s.min), s.doc));
+  if (s.max && v > *s.max)
+    r.fail(key, fmt::format("{} is above the maximum {} ({})", in_unit(k, v), in_unit(k, *s.max), s.doc));
+}
+
 template <class F>
 auto convert_or(const json* v, const Spec& s, F convert) {
   return convert(v != nullptr ? *v : (s.def ? *s.def : json()));
@@ -266,7 +298,7 @@ sim::Tick Reader::time(std::string_view key, const Spec& s) {
     if (j.is_string()) t = sim::parse_time(j.get<std::string>());
     else if (j.is_number() && j.get<double>() == 0) t = 0;
     if (!t) fail(key, fmt::format("expected {}", kind_name(Kind::time)));
-    check_range(key, static_cast<double>(*t), s);
+    check_bounds(*this, key, static_cast<double>(*t), s, Kind::time);
     return *t;
   });
 }
@@ -278,7 +310,8 @@ double Reader::frequency(std::string_view key, const Spec& s) {
     std::optional<double> f;
     if (j.is_string()) f = sim::parse_frequency(j.get<std::string>());
     if (!f || *f <= 0) fail(key, fmt::format("expected {}", kind_name(Kind::frequency)));
-    return check_range(key, *f, s);
+    check_bounds(*this, key, *f, s, Kind::frequency);
+    return *f;
   });
 }
 
@@ -290,7 +323,7 @@ std::uint64_t Reader::size(std::string_view key, const Spec& s) {
     if (j.is_string()) b = sim::parse_size(j.get<std::string>());
     else if (j.is_number_unsigned()) b = j.get<std::uint64_t>();
     if (!b) fail(key, fmt::format("expected {}", kind_name(Kind::size)));
-    check_range(key, static_cast<double>(*b), s);
+    check_bounds(*this, key, static_cast<double>(*b), s, Kind::size);
     return *b;
   });
 }
@@ -513,6 +546,49 @@ void apply_override(json& doc, const std::string& file, const std::string& path,
 }
 
 namespace {
+
+/// Edits (insert, delete, replace) turning `a` into `b`.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+/// " (did you mean 'x'?) Valid keys here: ..." for an unread `path`: the
+/// names the models declared beside it (read or left at their default).
+std::string known_keys_hint(const std::string& path, const Registry& registry) {
+  const auto dot = path.rfind('.');
+  const std::string parent = dot == std::string::npos ? "" : path.substr(0, dot + 1);
+  const std::string name = path.substr(parent.size());
+  std::vector<std::string> siblings;
+  for (const auto& [used, value] : registry.used) {
+    if (used.compare(0, parent.size(), parent) != 0) continue;
+    const std::string rest = used.substr(parent.size());
+    const std::string first = rest.substr(0, rest.find('.'));
+    if (!first.empty() && std::find(siblings.begin(), siblings.end(), first) == siblings.end())
+      siblings.push_back(first);
+  }
+  if (siblings.empty()) return "";
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(2, name.size() / 3) + 1;
+  for (const auto& k : siblings)
+    if (const auto d = edit_distance(name, k); d < best_distance) {
+      best = k;
+      best_distance = d;
+    }
+  std::string out = best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
+  return out + fmt::format(". Valid keys here: {}", fmt::join(siblings, ", "));
+}
+
 void check_read_rec(const json& node, const std::string& file, const std::string& path, const Registry& registry) {
   for (auto it = node.begin(); it != node.end(); ++it) {
     const std::string& key = it.key();
@@ -522,7 +598,8 @@ void check_read_rec(const json& node, const std::string& file, const std::string
     if (it.value().is_object() && !it.value().contains("value") && !it.value().empty()) {
       check_read_rec(it.value(), file, p, registry);
     } else {
-      throw ConfigError(file, p, fmt::format("unknown key: no model reads it (value {})", shown(it.value())));
+      throw ConfigError(file, p, fmt::format("unknown key: no model reads it (value {}){}", shown(it.value()),
+                                             known_keys_hint(p, registry)));
     }
   }
 }

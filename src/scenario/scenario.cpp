@@ -29,8 +29,54 @@ Override parse_override(const std::string& text) {
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
+namespace {
+
+/// Whether a --set key and a variant's key address the same value (one may be
+/// a section of the other: platform.gic and platform.gic.sgi_latency).
+bool same_or_nested(const std::string& a, const std::string& b) {
+  const std::string& shorter = a.size() <= b.size() ? a : b;
+  const std::string& longer = a.size() <= b.size() ? b : a;
+  return longer.compare(0, shorter.size(), shorter) == 0 &&
+         (longer.size() == shorter.size() || longer[shorter.size()] == '.');
+}
+
+/// Applies a variant's platform.PATH value to the platform document; a
+/// {value, source} leaf's source then names the variant (a what-if).
+void apply_variant_platform_value(PlatformDoc& platform, const std::string& scenario_file,
+                                  const std::string& variant, const std::string& key, const json& value) {
+  const std::string path = key.substr(std::string("platform.").size());
+  if (value.is_object() || value.is_array())
+    throw ConfigError(scenario_file, "variants." + variant + "." + key,
+                      "expected a plain value such as \"150ns\" (its source becomes this variant)");
+  config::apply_override(platform.doc, scenario_file, path, value.dump(), "variants." + variant + ".platform");
+  json* node = &platform.doc;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const auto dot = path.find('.', start);
+    node = &(*node)[path.substr(start, dot == std::string::npos ? std::string::npos : dot - start)];
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  if (node->is_object() && node->contains("source")) {
+    (*node)["source"] = fmt::format("what-if: variant '{}' of {}", variant, scenario_file);
+    node->erase("range");  // the platform's range was for its own value
+  }
+}
+
+}  // namespace
+
+std::vector<VariantSetting> variants_setting(const LoadedScenario& s, const std::string& key) {
+  std::vector<VariantSetting> out;
+  for (const auto& v : s.variants) {
+    const json& settings = s.variant_settings.at(v);
+    for (auto it = settings.begin(); it != settings.end(); ++it)
+      if (same_or_nested(it.key(), key)) out.push_back({v, it.key(), it.value()});
+  }
+  return out;
+}
+
 LoadedScenario load_scenario(const std::string& path, const std::string& variant,
-                             const std::vector<Override>& overrides) {
+                             const std::vector<Override>& overrides, const std::string& platform_file) {
   LoadedScenario s;
   s.file = path;
   json doc = config::load_json_file(path);
@@ -51,8 +97,9 @@ LoadedScenario load_scenario(const std::string& path, const std::string& variant
     for (const auto& [k, v] : workloads()) known += (known.empty() ? "" : ", ") + k;
     throw ConfigError(path, "workload", fmt::format("unknown workload '{}' (known: {})", s.workload, known));
   }
-  std::filesystem::path platform_path =
-      std::filesystem::path(path).parent_path() / need_string("platform");
+  std::filesystem::path platform_path = platform_file.empty()
+                                           ? std::filesystem::path(path).parent_path() / need_string("platform")
+                                           : std::filesystem::path(platform_file);
   if (doc.contains("seed")) {
     if (!doc["seed"].is_number_unsigned()) throw ConfigError(path, "seed", "expected a non-negative integer");
     s.seed = doc["seed"].get<std::uint64_t>();
@@ -65,6 +112,7 @@ LoadedScenario load_scenario(const std::string& path, const std::string& variant
     for (auto it = vs.begin(); it != vs.end(); ++it) {
       if (!it.value().is_object()) throw ConfigError(path, "variants." + it.key(), "expected an object of parameters");
       s.variants.push_back(it.key());
+      s.variant_settings[it.key()] = it.value();
     }
     // nlohmann orders keys alphabetically; keep the file's intent via "baseline".
     s.baseline = doc.contains("baseline") ? doc["baseline"].get<std::string>() : s.variants.front();
@@ -78,13 +126,19 @@ LoadedScenario load_scenario(const std::string& path, const std::string& variant
     }
     // Baseline first in compare order.
     std::stable_partition(s.variants.begin(), s.variants.end(), [&](const auto& v) { return v == s.baseline; });
-    for (auto it = vs[s.variant].begin(); it != vs[s.variant].end(); ++it) s.params[it.key()] = it.value();
+    for (auto it = vs[s.variant].begin(); it != vs[s.variant].end(); ++it)
+      if (it.key().rfind("platform.", 0) != 0) s.params[it.key()] = it.value();
   } else if (!variant.empty()) {
     throw ConfigError(path, "variants", fmt::format("this scenario has no variants (asked for '{}')", variant));
   }
   if (!std::filesystem::exists(platform_path))
-    throw ConfigError(path, "platform", fmt::format("the platform file {} does not exist", platform_path.string()));
+    throw ConfigError(platform_file.empty() ? path : "--platform", "platform",
+                      fmt::format("the platform file {} does not exist", platform_path.string()));
   s.platform = load_platform(platform_path.string());
+  if (!s.variant.empty())
+    for (auto it = doc["variants"][s.variant].begin(); it != doc["variants"][s.variant].end(); ++it)
+      if (it.key().rfind("platform.", 0) == 0)
+        apply_variant_platform_value(s.platform, path, s.variant, it.key(), it.value());
   for (const auto& o : overrides) {
     if (o.key.rfind("platform.", 0) == 0) {
       config::apply_override(s.platform.doc, s.platform.file, o.key.substr(9), o.value, "platform");

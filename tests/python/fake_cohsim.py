@@ -7,6 +7,11 @@ sweep/report tests. Controlled by environment variables:
                             (or variant=V / seed=N) matches
   FAKE_COHSIM_NOJSON=k=v,.. exit 0 without writing the JSON when matching
   FAKE_COHSIM_SLEEP=SECONDS sleep that long first
+  FAKE_COHSIM_VARIANTS=a,b  `params`: the scenario's variants (default: any name)
+  FAKE_COHSIM_UNKNOWN=k,... `params`: names no model reads
+
+`cohsim params SCENARIO [--variant V] [--set k=v]... --json F` (the name check
+sweep.py runs first) exits 2 for an unknown variant or name and is not logged.
 """
 
 import json
@@ -27,8 +32,18 @@ def matches(env, facts):
     return any(c and c in facts for c in spec.split(","))
 
 
+def params_check(variant, sets):
+    known = [v for v in os.environ.get("FAKE_COHSIM_VARIANTS", "").split(",") if v]
+    if variant and known and variant not in known:
+        usage("scn.json: variants: unknown variant '%s' (known: %s)" % (variant, ", ".join(known)))
+    for k in sets:
+        if k in os.environ.get("FAKE_COHSIM_UNKNOWN", "").split(","):
+            usage("scn.json: params.%s: unknown key: no model reads it" % k)
+    return 0
+
+
 def main(argv):
-    if len(argv) < 2 or argv[0] != "run":
+    if len(argv) < 2 or argv[0] not in ("run", "params"):
         usage("usage: cohsim run SCENARIO [options]")
     scenario, rest = argv[1], argv[2:]
     variant, sets, seed, out = "cmpxchg", {}, 1, None
@@ -55,6 +70,8 @@ def main(argv):
         else:
             usage("unknown option %s" % a)
         i += 2
+    if argv[0] == "params":
+        return params_check("" if variant == "cmpxchg" and "--variant" not in rest else variant, sets)
     if os.environ.get("FAKE_COHSIM_LOG"):
         with open(os.environ["FAKE_COHSIM_LOG"], "a") as f:
             f.write(json.dumps(argv) + "\n")

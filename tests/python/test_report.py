@@ -97,8 +97,8 @@ class CsvReportTest(ReportCase):
         self.assertIn("Failed or missing runs: 1", md)
         self.assertIn("## Results at cpus=96", md)
         # baseline row, then the other variant with min/median/max and the difference
-        self.assertRegex(md, r"\| acquire_ns\.p50 +\| cmpxchg +\| +1534 \| +1553 \| +1571 \| +base \|")
-        self.assertRegex(md, r"\| acquire_ns\.p50 +\| fetch-add +\| +1097 \| +1097 \| +1097 \| +-29\.4% \|")
+        self.assertRegex(md, r"\| acquire_ns\.p50 +\| cmpxchg +\| +1534 \| +1553 \| +1571 \| +base \| +base \|")
+        self.assertRegex(md, r"\| acquire_ns\.p50 +\| fetch-add +\| +1097 \| +1097 \| +1097 \| +-455\.9 \| +-29\.4% \|")
         self.assertIn("## Median difference vs cmpxchg by cpus", md)
         self.assertIn("<figure><img", html)
 
@@ -151,7 +151,7 @@ class CompareReportTest(ReportCase):
         self.assertIn("## Sensitivity", md)
         self.assertRegex(md, r"\| platform\.interconnect\.die\.latency \| estimate +\| 25ns \.\. 45ns +\| +601 \| "
                              r"+666\.3 \| +742 \| +-9\.80% \| +\+11\.4% \|")
-        self.assertIn("- cmd_latency_ns.p50: -22.1 .. -14.6", md)
+        self.assertIn("- cmd_latency_ns.p50: -22.1% .. -14.6%", md)
         self.assertIn("## Top contended lines", md)
         self.assertIn("`cpus=64`", md)
         # the widest bar first in the table (largest swing)
@@ -182,6 +182,79 @@ class CompareReportTest(ReportCase):
         self.assertTrue(res["md"].read_text().startswith("# T\n"))
         with self.assertRaises(report.InputError):
             report.build_report(report.load_compare({"runs": []}), self.tmp / "y")
+
+
+@NEED_MPL
+class TwoVariantCompareReportTest(ReportCase):
+    """The A/B comparison as `cohsim compare --report` writes it: the variants
+    differ in a parameter each sets (barrier), one seed, declared headlines."""
+
+    def compare_doc(self, seeds=(1,)):
+        runs = []
+        for variant, ns, total in (("wmb", 2155.0, 206.9), ("dsb-ishst", 2143.0, 205.7)):
+            for seed in seeds:
+                runs.append({"scenario": "configs/scenarios/ipi-kunpeng920.json", "platform": "kunpeng920",
+                             "workload": "ipi-bench", "variant": variant, "seed": seed,
+                             "variant_params": {"barrier": variant},
+                             "params": {"barrier": variant, "rounds": 1000, "source_cpu": 0},
+                             "metrics": {"ns_per_call": ns + seed, "total_ms": total, "ipis_sent": 96000}})
+        return {"scenario": "configs/scenarios/ipi-kunpeng920.json", "platform": "kunpeng920",
+                "workload": "ipi-bench", "baseline": "wmb", "overrides": {"rounds": "1000"},
+                "headline": [{"metric": "ns_per_call", "unit": "ns", "lower_is_better": True},
+                             {"metric": "total_ms", "unit": "ms", "lower_is_better": True}],
+                "params": runs[0]["params"], "runs": runs}
+
+    def report(self, doc):
+        src = self.tmp / "compare.json"
+        src.write_text(json.dumps(doc))
+        out = self.tmp / "rep"
+        r = subprocess.run([sys.executable, str(SCRIPTS / "report.py"), "--from-json", str(src), "--out", str(out)],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return out
+
+    def test_both_values_and_the_difference_appear_in_markdown_and_html(self):
+        out = self.report(self.compare_doc())
+        md, html = self.assert_outputs(out, ["bars_ns_per_call", "bars_total_ms", "difference"])
+        self.assertRegex(md, r"\| ns_per_call \(ns\) +\| wmb +\| +2156 \| +base \| +base \|")
+        self.assertRegex(md, r"\| ns_per_call \(ns\) +\| dsb-ishst +\| +2144 \| +-12 \| +-0\.56% \|")
+        for text in ("2156", "2144", "-12", "-0.56%"):
+            self.assertIn(text, html)
+        self.assertIn("dsb-ishst sets `barrier=dsb-ishst`", md)
+        self.assertIn("--set: `rounds=1000`", md)
+        self.assertIn("Seeds: 1\n", md)
+        self.assertNotIn("Swept:", md)
+        # barrier differs only with the variant: never a fixed parameter
+        self.assertNotIn("`barrier=", md.split("## Parameters")[1])
+
+    def test_paragraphs_are_wrapped_for_email(self):
+        doc = self.compare_doc()
+        for run in doc["runs"]:
+            run["params"].update({"parameter_number_%d" % i: "value-%d" % i for i in range(12)})
+        doc["params"] = doc["runs"][0]["params"]
+        md = (self.report(doc) / "report.md").read_text()
+        self.assertIn("`parameter_number_11=value-11`", md)
+        for line in md.splitlines():
+            if not line.startswith("|"):
+                self.assertLessEqual(len(line), 80, line)
+
+    def test_headline_metrics_come_first_with_units_and_a_bar_chart_each(self):
+        out = self.report(self.compare_doc())
+        md = (out / "report.md").read_text()
+        self.assertLess(md.index("## Headline metrics"), md.index("## Other metrics"))
+        self.assertLess(md.index("| total_ms (ms)"), md.index("| ipis_sent"))
+        html = (out / "report.html").read_text()
+        # the bar charts stand right under the headline table
+        self.assertLess(html.index('alt="ns_per_call per variant'), html.index("Other metrics"))
+        self.assertTrue((out / "bars_ns_per_call.svg").exists())
+
+    def test_bar_chart_error_bars_span_the_seeds_and_the_baseline_is_marked(self):
+        out = self.report(self.compare_doc(seeds=(1, 2, 3)))
+        svg = (out / "bars_ns_per_call.svg").read_text()
+        self.assertIn("wmb (baseline)", svg)
+        self.assertIn("min..max over 3 seeds", (out / "report.html").read_text())
+        md = (out / "report.md").read_text()
+        self.assertRegex(md, r"\| ns_per_call \(ns\) +\| dsb-ishst +\| +2144 \| +2145 \| +2146 \| +-12 \| +-0\.56% \|")
 
 
 @NEED_MPL

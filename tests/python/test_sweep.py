@@ -17,6 +17,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 SCRIPTS = REPO / "scripts"
 FAKE = HERE / "fake_cohsim.py"
+REAL = REPO / "build" / "release" / "cohsim"
 sys.path.insert(0, str(SCRIPTS))
 
 import cohsim_results as cr  # noqa: E402
@@ -228,6 +229,46 @@ class RunTest(SweepCase):
         self.assertIn("different --set", r.stderr)
 
 
+class NameCheckTest(SweepCase):
+    """Variant and parameter names are checked before the first point."""
+
+    def test_unknown_variant_or_name_fails_before_any_point(self):
+        r = self.sweep("--param", "cpus=2,4", "--variant", "cmpxchg,fetch-ad", "-q", "--out", str(self.out),
+                       env={"FAKE_COHSIM_VARIANTS": "cmpxchg,fetch-add"})
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("variant fetch-ad: scn.json: variants: unknown variant 'fetch-ad'", r.stderr)
+        self.assertIn("(no point ran)", r.stderr)
+        self.assertEqual(self.calls(), [])
+        self.assertFalse((self.out / "points").exists())
+        r = self.sweep("--param", "cpus=2,4", "--set", "round=3", "-q", "--out", str(self.out),
+                       env={"FAKE_COHSIM_UNKNOWN": "round"})
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("params.round: unknown key", r.stderr)
+        self.assertEqual(self.calls(), [])
+
+    def test_default_output_is_under_the_current_directory(self):
+        r = subprocess.run([sys.executable, str(SCRIPTS / "sweep.py"), "scn.json", "--param", "cpus=2",
+                            "-q", "--cohsim", str(FAKE)],
+                           cwd=str(self.tmp), capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue((self.tmp / "sweep-out" / "scn" / "results.csv").exists())
+
+    @unittest.skipUnless(REAL.exists(), "build/release/cohsim not built")
+    def test_the_real_binary_refuses_a_set_that_a_variant_sets_and_suggests_names(self):
+        spin = REPO / "configs" / "scenarios" / "spinlock-kunpeng920.json"
+        r = subprocess.run([sys.executable, str(SCRIPTS / "sweep.py"), str(spin), "--variant", "ticket",
+                            "--set", "lock=tas", "-q", "--out", str(self.out), "--cohsim", str(REAL)],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("'ticket' sets it to \"ticket\"", r.stderr)
+        r = subprocess.run([sys.executable, str(SCRIPTS / "sweep.py"), str(spin), "--param", "section=10,20",
+                            "-q", "--out", str(self.out), "--cohsim", str(REAL)],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("did you mean 'sections'?", r.stderr)
+        self.assertFalse((self.out / "points").exists())
+
+
 class MultiMachineTest(SweepCase):
     def test_emit_joblist_then_collect(self):
         parent = REPO / "sweep-out"
@@ -264,8 +305,10 @@ class MultiMachineTest(SweepCase):
         self.assertEqual(len(jobs.read_text().splitlines()), 1)
 
     def test_emit_joblist_default_binary_is_repo_relative(self):
+        # A real scenario: where the default binary is built, sweep.py checks the names with it.
+        self.scenario = REPO / "configs" / "scenarios" / "c2c-kunpeng920.json"
         jobs = self.tmp / "jobs.txt"
-        r = self.sweep("--param", "cpus=2", "--out", str(self.out), "--emit-joblist",
+        r = self.sweep("--param", "rounds=20", "--out", str(self.out), "--emit-joblist",
                        str(jobs), "-q", cohsim=None)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn(" && build/release/cohsim run ", jobs.read_text())

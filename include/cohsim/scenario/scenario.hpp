@@ -40,10 +40,18 @@ class Workload {
 /// allocates its objects on `machine`.
 using WorkloadFactory = std::function<std::unique_ptr<Workload>(config::Reader params, Machine& machine)>;
 
-/// Name -> factory and one-line description, filled by models/registry.cpp.
+/// A metric a workload reports first (reports lead with it and plot it).
+struct HeadlineMetric {
+  std::string name;     ///< the metric's name in Results
+  std::string unit;     ///< "ns", "ops/s", "ms", ...
+  bool lower_is_better; ///< true for times, false for rates
+};
+
+/// Name -> factory, one-line description and headline metrics, filled by models/registry.cpp.
 struct WorkloadInfo {
   std::string description;
   WorkloadFactory make;
+  std::vector<HeadlineMetric> headline;  ///< in the order reports show them
 };
 const std::map<std::string, WorkloadInfo>& workloads();
 
@@ -67,10 +75,21 @@ struct LoadedScenario {
   PlatformDoc platform;
   std::uint64_t seed = 1;
   std::vector<Override> overrides;
+  /// Each variant's settings as in the file: params names, or "platform.PATH" for a platform value.
+  std::map<std::string, config::json> variant_settings;
 };
-/// Loads SCENARIO, selects `variant` ("" = the default) and applies overrides.
+/// Loads SCENARIO, selects `variant` ("" = the default) and applies overrides;
+/// a non-empty `platform_file` replaces the platform the scenario names.
 LoadedScenario load_scenario(const std::string& path, const std::string& variant,
-                             const std::vector<Override>& overrides);
+                             const std::vector<Override>& overrides, const std::string& platform_file = "");
+/// A variant's setting that a --set key addresses.
+struct VariantSetting {
+  std::string variant;
+  std::string key;     ///< as in the variant (may be a section or a member of the --set key)
+  config::json value;  ///< as in the file
+};
+/// The settings of `s`'s variants that `key` (a --set key: a params name or platform.PATH) addresses.
+std::vector<VariantSetting> variants_setting(const LoadedScenario& s, const std::string& key);
 
 /// A scenario ready to run: machine and workload built, all input validated.
 class Run {
