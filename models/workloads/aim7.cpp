@@ -108,6 +108,7 @@ class Aim7Run {
   Outcome run() {
     const Tick from = p_.warmup, to = p_.warmup + p_.duration;
     window_.schedule(m_.sim(), from, to);
+    m_.sim().set_expected_end(to);  // for the progress line's time left
     tk_.set_window(window_);
     sim::RandomStream phase(m_.seed(), "aim7.job_phase");
     for (int cpu : p_.cpus) {

@@ -193,6 +193,8 @@ RunEnd Simulator::run(const RunLimits& limits) {
     if (cur_head_ < cur_.size()) {
       const Event& next = cur_[cur_head_++];
       run_event(next.fn, next.ctx, next.arg);
+      if ((events_executed_ & progress_mask_) == 0 && progress_hook_) [[unlikely]]
+        progress_hook_();
     } else if (!due_.empty()) {
       // Everything in cur_ ran: the events scheduled meanwhile come next.
       cur_.clear();
