@@ -2,13 +2,17 @@
 // buffer, the kernel's atomics, barriers by domain, compute time, spinning
 // that sleeps until the watched line changes, interrupts and WFI.
 //
-// Store completion has two steps (the barrier hypothesis, kept here only):
-//   inner-shareable completion: the store buffer wrote the line in this core's
-//     cache with ownership (dsb ish* waits for it);
-//   full-system completion: the line's home acknowledged the write, a round
-//     trip away, and the core's bus interface issues one acknowledgement per
-//     `system_ack_interval` (dsb sy/st wait for it, and dsb osh* where the
-//     platform's `outer_shareable_is_full_system` says the domains are one).
+// Store completion (the barrier hypothesis, kept here only; docs/ipi.md):
+//   written: the store buffer wrote the line in this core's cache with
+//     ownership;
+//   acknowledged: the line's home acknowledged the write, a round trip away,
+//     and the core's bus interface issues one acknowledgement per
+//     `system_ack_interval`.
+//   dsb ish*/osh* wait until the stores are written, or acknowledged where
+//   the platform says `inner_shareable_completion_at_home` (Kunpeng 920);
+//   dsb sy/st (and osh* where `outer_shareable_is_full_system`) wait until
+//   they are acknowledged, then run a barrier handshake with the home agent
+//   of this CPU's die (`system_dsb_handshake` beyond the round trip).
 // A posted MMIO write (Device-nGnRE, writel_relaxed) leaves the core at once
 // and completes when it reaches its device; writes to one device arrive in
 // program order; dsb sy/osh and a later MMIO read of that device wait for it.
