@@ -128,10 +128,18 @@ def main():
     if not os.path.exists(args.cohsim):
         fail(f"{args.cohsim}: no cohsim binary (build first, or pass --cohsim)")
     shape = platform_shape(args.scenario)
-    source = 0
+    source, warmup = 0, 1
     for kv in args.set:
-        if kv.startswith("source_cpu="):
-            source = int(kv.split("=", 1)[1])
+        key, _, value = kv.partition("=")
+        try:
+            if key == "source_cpu":
+                source = int(value)
+            elif key == "warmup_rounds":
+                warmup = int(value)
+            elif key == "rounds":
+                fail("give the rounds with --rounds, not --set rounds=")
+        except ValueError:
+            fail(f"--set {kv}: expected an integer")
     with tempfile.TemporaryDirectory() as tmp:
         trace_path = os.path.join(tmp, "trace.json")
         cmd = [args.cohsim, "run", args.scenario, "-q", "--variant", args.variant, "--set", f"rounds={args.rounds}",
@@ -143,7 +151,12 @@ def main():
             fail(f"{' '.join(cmd)} failed:\n{r.stderr}")
         with open(trace_path) as f:
             by_track = slices(json.load(f))
-    means, counts = phases_of_calls(by_track, source, shape, skip_calls=shape[3])  # the warm-up round
+    # The warm-up rounds' calls come first: as many per round as the measured rounds have.
+    calls = sum(1 for b, e, n in by_track.get(source, []) if n == "smp_call_function_single")
+    per_round = calls // (warmup + args.rounds)
+    means, counts = phases_of_calls(by_track, source, shape, skip_calls=warmup * per_round)
+    if not means:
+        fail("no remote call in the traced rounds (are the targets all the source CPU?)")
     print(f"| phase (ns) | {' | '.join(c for c in CLASSES if c in means)} |")
     print(f"|---|{'---|' * len(means)}")
     for i, p in enumerate(PHASES):

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,6 +35,20 @@ inline std::string source_path(const std::string& rel) { return std::string(COHS
 /// A shipped platform's JSON (includes resolved).
 inline json platform_json_as_shipped(const std::string& name = "kunpeng920") {
   return config::load_json_file(source_path("configs/platforms/" + name + ".json"));
+}
+
+/// The shipped kp920.c2c.same-cluster calibration row, shortened (50 rounds),
+/// under another id and measurement (for validate's tests).
+inline json c2c_row(const std::string& id, double measured) {
+  const json cal = config::load_json_file(source_path("data/calibration.json"));
+  for (json row : cal["rows"])
+    if (row["id"] == "kp920.c2c.same-cluster") {
+      row["id"] = id;
+      row["measured"] = measured;
+      row["set"]["rounds"] = 50;
+      return row;
+    }
+  throw std::runtime_error("data/calibration.json has no row kp920.c2c.same-cluster");
 }
 
 /// The platform with the flat fabric: a memory-side LLC at each home and

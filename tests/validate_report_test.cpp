@@ -56,20 +56,6 @@ Verdict verdict_of(const std::string& status, double predicted, double measured,
   return v;
 }
 
-/// The shipped kp920.c2c.same-cluster row, shortened (50 rounds), under another id and measurement.
-json c2c_row(const std::string& id, double measured) {
-  const json cal = config::load_json_file(source_path("data/calibration.json"));
-  for (json row : cal["rows"])
-    if (row["id"] == "kp920.c2c.same-cluster") {
-      row["id"] = id;
-      row["measured"] = measured;
-      row["set"]["rounds"] = 50;
-      return row;
-    }
-  FAIL("data/calibration.json has no row kp920.c2c.same-cluster");
-  return {};
-}
-
 /// Every line of `text` longer than `columns` characters (UTF-8 counted as characters).
 std::vector<std::string> lines_wider_than(const std::string& text, std::size_t columns) {
   std::vector<std::string> wide;

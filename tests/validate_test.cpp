@@ -13,20 +13,6 @@ using namespace cohsim::test;
 
 namespace {
 
-/// The shipped kp920.c2c.same-cluster row (34.5 ns predicted), shortened, under another id.
-json c2c_row(const std::string& id, double measured) {
-  const json cal = config::load_json_file(source_path("data/calibration.json"));
-  for (json row : cal["rows"])
-    if (row["id"] == "kp920.c2c.same-cluster") {
-      row["id"] = id;
-      row["measured"] = measured;
-      row["set"]["rounds"] = 50;
-      return row;
-    }
-  FAIL("data/calibration.json has no row kp920.c2c.same-cluster");
-  return {};
-}
-
 /// Writes a calibration file of `rows` (one row, or an array) into `dir` and runs validate on it with `extra` options.
 CliResult validate(const TempDir& dir, const json& rows, const std::string& extra = "") {
   json doc = json::object();
