@@ -323,7 +323,7 @@ class MultiMachineTest(SweepCase):
         r = run(*grid, "--out", str(multi), "--emit-joblist", str(jobs))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(len(jobs.read_text().splitlines()), 3)
-        # ":" is this machine as an ssh login: the job lines run as on a remote host.
+        # ":" is this machine in parallel's list of logins (no ssh), with two job slots.
         with open(jobs) as job_lines:
             r = subprocess.run([parallel, "--will-cite", "--sshlogin", "2/:", "--halt", "now,fail=1",
                                 "--joblog", str(self.tmp / "jobs.log")], stdin=job_lines,
