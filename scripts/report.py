@@ -17,7 +17,6 @@ import argparse
 import base64
 import html
 import json
-import math
 import re
 import statistics
 import sys
@@ -26,6 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cohsim_results as cr  # noqa: E402
+from report_plots import (  # noqa: E402
+    change_from_nominal, group_stats, input_kind, nominal_value, param_values, plot_difference,
+    plot_headline_bars, plot_phases, plot_sweeps, plot_tornado, pyplot, runs_at, sort_key,
+    to_float)
 
 TOP_LINES = 5
 MD_WIDTH = 78  # report.md's paragraphs are wrapped to this (email)
@@ -127,42 +130,6 @@ def load_compare(data):
             "source": "compare.json"}
 
 
-# ------------------------------------------------------------ analysis ---
-
-def _sort_key(v):
-    n = cr.parse_number(v)
-    return (0, n, "") if n is not None else (1, 0.0, str(v))
-
-
-def param_values(runs, name, order=None):
-    """Values of a swept param present in runs: in the sweep's own order when
-    known (order: {name: [values]} from sweep.json), else sorted numerically."""
-    present = {r["params"].get(name, "") for r in runs}
-    given = [v for v in ((order or {}).get(name) or []) if v in present]
-    return given + sorted(present - set(given), key=_sort_key)
-
-
-def is_pow2_like(values):
-    """cpus-like: positive integers spanning >= 8x, most of them powers of two."""
-    nums = [cr.parse_number(v) for v in values]
-    if len(nums) < 3 or any(n is None or n <= 0 or n != int(n) for n in nums):
-        return False
-    pow2 = sum(1 for n in nums if int(n) & (int(n) - 1) == 0)
-    return max(nums) / min(nums) >= 8 and pow2 * 2 >= len(nums)
-
-
-def stats(values):
-    if not values:
-        return None
-    return {"min": min(values), "median": statistics.median(values),
-            "max": max(values), "n": len(values)}
-
-
-def group_stats(runs, variant, metric):
-    return stats([r["metrics"][metric] for r in runs
-                  if r["variant"] == variant and metric in r["metrics"]])
-
-
 def summary_point(data):
     """Params of the point summarised in tables: the largest value of each
     swept param (e.g. the most CPUs) when such runs exist."""
@@ -179,212 +146,6 @@ def summary_point(data):
     return dict(zip(swept, max(counts, key=counts.get)))
 
 
-def runs_at(runs, point):
-    return [r for r in runs if all(r["params"].get(n) == v for n, v in point.items())]
-
-
-# ------------------------------------------------------------ plots ---
-
-def _plt():
-    try:
-        import matplotlib
-    except ImportError:
-        raise InputError("report.py needs matplotlib: apt-get install python3-matplotlib "
-                         "and run it with /usr/bin/python3")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    plt.rcParams.update({"svg.hashsalt": "cohsim", "figure.dpi": 150, "font.size": 9})
-    return plt
-
-
-def _save(plt, fig, out_dir, stem, caption, plots, dpi=None):
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(str(out_dir / ("%s.%s" % (stem, ext))), format=ext, bbox_inches="tight",
-                    metadata={"Date": None} if ext == "svg" else None, dpi=dpi or "figure")
-    plt.close(fig)
-    plots.append((stem + ".png", caption))
-
-
-def _stem(text):
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "metric"
-
-
-def plot_sweeps(plt, data, metrics, out_dir, plots):
-    runs, swept = data["runs"], data["swept"]
-    xname, others = swept[0], swept[1:]
-    xs = param_values(runs, xname, data.get("order"))
-    nums = [cr.parse_number(x) for x in xs]
-    numeric = all(n is not None for n in nums)
-    log2 = numeric and is_pow2_like(xs)
-    combos = sorted({tuple(r["params"].get(n, "") for n in others) for r in runs},
-                    key=lambda c: [_sort_key(v) for v in c])
-    colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
-    styles = ["-", "--", ":", "-."]
-    for m in metrics:
-        fig, ax = plt.subplots(figsize=(6.4, 4.0))
-        for vi, variant in enumerate(data["variants"]):
-            for ci, combo in enumerate(combos):
-                pos, med, lo, hi = [], [], [], []
-                for i, x in enumerate(xs):
-                    pt = dict(zip(others, combo), **{xname: x})
-                    s = group_stats(runs_at(runs, pt), variant, m)
-                    if s:
-                        pos.append(nums[i] if numeric else i)
-                        med.append(s["median"])
-                        lo.append(s["min"])
-                        hi.append(s["max"])
-                if not pos:
-                    continue
-                label = variant + "".join(", %s=%s" % kv for kv in zip(others, combo))
-                line, = ax.plot(pos, med, marker="o", markersize=3, label=label,
-                                color=colors[vi % len(colors)],
-                                linestyle=styles[ci % len(styles)])
-                if any(a != b for a, b in zip(lo, hi)):
-                    ax.fill_between(pos, lo, hi, alpha=0.2, color=line.get_color(), linewidth=0)
-        if log2:
-            ax.set_xscale("log", base=2)
-        if numeric:
-            ax.set_xticks([n for n in nums])
-            ax.set_xticklabels(xs)
-            ax.minorticks_off()
-        else:
-            ax.set_xticks(range(len(xs)))
-            ax.set_xticklabels(xs)
-        ax.set_xlabel(xname)
-        ax.set_ylabel(m)
-        ax.set_title("%s vs %s" % (m, xname))
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-        _save(plt, fig, out_dir, "metric_" + _stem(m),
-              "%s vs %s (median, band = min..max over seeds)" % (m, xname), plots)
-
-
-def plot_headline_bars(plt, data, runs, variants, baseline, headline, where, out_dir, plots):
-    """One bar per variant for a headline metric: the median over seeds, error
-    bars from min to max, the baseline hatched and named, the axis from zero."""
-    m, unit = headline["metric"], headline.get("unit") or ""
-    shown = [(v, group_stats(runs, v, m)) for v in variants]
-    shown = [(v, s) for v, s in shown if s]
-    if not shown:
-        return
-    base = dict(shown).get(baseline)
-    fig, ax = plt.subplots(figsize=(6.4, 1.6 + 0.1 * len(shown) + 2.0))
-    med = [s["median"] for _, s in shown]
-    err = [[s["median"] - s["min"] for _, s in shown], [s["max"] - s["median"] for _, s in shown]]
-    bars = ax.bar(range(len(shown)), med, color=["#9a9a9a" if v == baseline else "#2a7ab0" for v, _ in shown],
-                  hatch=None, edgecolor="black", linewidth=0.6,
-                  yerr=err if any(s["n"] > 1 for _, s in shown) else None, capsize=4)
-    for bar, (v, s) in zip(bars, shown):
-        if v == baseline:
-            bar.set_hatch("//")
-        p = None if v == baseline or not base else cr.pct_diff(s["median"], base["median"])
-        ax.annotate(("%s\n(baseline)" % cr.fmt_num(s["median"])) if v == baseline
-                    else "%s\n%s" % (cr.fmt_num(s["median"]), cr.fmt_pct(p)),
-                    (bar.get_x() + bar.get_width() / 2, s["max"]), xytext=(0, 3),
-                    textcoords="offset points", ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(range(len(shown)))
-    ax.set_xticklabels([v + (" (baseline)" if v == baseline else "") for v, _ in shown])
-    ax.set_ylim(0, max(s["max"] for _, s in shown) * 1.25 or 1)
-    better = headline.get("lower_is_better")
-    ax.set_ylabel("%s%s%s" % (m, " (%s)" % unit if unit else "",
-                              "" if better is None else (", lower is better" if better else ", higher is better")))
-    nseeds = max(s["n"] for _, s in shown)
-    sets = ", ".join("%s=%s" % (k, cr.value_str(x)) for k, x in sorted((data.get("overrides") or {}).items()))
-    ax.set_title("%s: %s on %s%s%s" % (m, Path(str(data["scenario"])).stem, data.get("platform") or "?", where,
-                                       " (--set %s)" % sets if sets else ""), fontsize=9)
-    ax.grid(True, axis="y", alpha=0.3)
-    _save(plt, fig, out_dir, "bars_" + _stem(m),
-          "%s per variant%s (%s)" % (m, where, "median, error bars min..max over %d seeds" % nseeds
-                                      if nseeds > 1 else "one seed"), plots)
-
-
-def plot_difference(plt, diffs, baseline, where, out_dir, plots):
-    """Horizontal bars: percent difference of each variant's median to baseline."""
-    items = [(m, v, p) for m, v, p in diffs if p is not None]
-    if not items:
-        return
-    fig, ax = plt.subplots(figsize=(6.4, 1.0 + 0.28 * len(items)))
-    labels = ["%s (%s)" % (m, v) for m, v, _ in items]
-    vals = [p for _, _, p in items]
-    ax.barh(range(len(items)), vals, color=["#2a7ab0" if p >= 0 else "#c8553d" for p in vals])
-    ax.set_yticks(range(len(items)))
-    ax.set_yticklabels(labels)
-    ax.invert_yaxis()
-    ax.axvline(0, color="black", linewidth=0.8)
-    ax.set_xlabel("difference of median vs %s (%%)" % baseline)
-    ax.set_title("Difference vs %s%s" % (baseline, where))
-    ax.grid(True, axis="x", alpha=0.3)
-    _save(plt, fig, out_dir, "difference", "Difference of medians vs %s%s" % (baseline, where),
-          plots)
-
-
-TORNADO_BARS = 20  # the widest inputs per tornado; the table lists every input
-
-
-def plot_tornado(plt, sens, baseline, out_dir, plots):
-    # Bars are the change from each input's own nominal run, in %: screened
-    # inputs (short runs) and full-length ones share one axis that way. With
-    # several variants a second set of panels shows each difference to the
-    # baseline variant at each input's low/high end.
-    groups = {}
-    for s in sens:
-        groups.setdefault((s.get("metric", ""), s.get("variant", "")), []).append(s)
-    panels = []
-    for (metric, variant), items in groups.items():
-        full = [s for s in items if s.get("run", "full") == "full"]
-        panels.append(("Sensitivity of %s (nominal %s)" % (metric, cr.fmt_num(_center(full[0] if full else items[0]))),
-                       "change of %s from nominal (%%)%s" % (metric, "  [%s]" % variant if variant else ""),
-                       [(s, _change(s, "value_low"), _change(s, "value_high")) for s in items]))
-    base = {(s.get("metric"), s.get("param")): s for s in sens if s.get("variant") == baseline}
-    for (metric, variant), items in groups.items():
-        pairs = [(s, base.get((metric, s.get("param")))) for s in items if variant != baseline]
-        pairs = [(s, b) for s, b in pairs if b is not None]
-        if not pairs:
-            continue
-        nominal = cr.pct_diff(_center(pairs[0][0]), _center(pairs[0][1]))
-        bars = []
-        for s, b in pairs:
-            lo = cr.pct_diff(_num(s.get("value_low")), _num(b.get("value_low")))
-            hi = cr.pct_diff(_num(s.get("value_high")), _num(b.get("value_high")))
-            if None not in (lo, hi, nominal) and s.get("run", "full") == "full":
-                bars.append((s, lo - nominal, hi - nominal))
-        if bars:
-            panels.append(("Difference %s vs %s (nominal %s)" % (variant, baseline, cr.fmt_pct(nominal)),
-                           "%s: difference %s vs %s, change from nominal (points)" % (metric, variant, baseline),
-                           bars))
-    fig, axes = plt.subplots(len(panels), 1, squeeze=False,
-                             figsize=(6.4, sum(1.4 + 0.45 * min(len(p[2]), TORNADO_BARS) for p in panels)))
-    for ax, (title, xlabel, bars) in zip(axes[:, 0], panels):
-        shown = sorted(bars, key=lambda b: -abs(b[2] - b[1]))[:TORNADO_BARS]
-        for i, (s, lo, hi) in enumerate(shown):
-            ax.barh(i, lo, color="#c8553d", label="input low" if i == 0 else None)
-            ax.barh(i, hi, color="#2a7ab0", label="input high" if i == 0 else None)
-        ax.axvline(0, color="black", linewidth=0.8)
-        ax.set_yticks(range(len(shown)))
-        ax.set_yticklabels(["%s\n[%s] (%s .. %s)" % (s.get("param"), _kind(s), s.get("low"), s.get("high"))
-                            for s, _, _ in shown], fontsize=7)
-        ax.invert_yaxis()
-        ax.set_xlabel(xlabel)
-        ax.set_title(title + ("" if len(bars) <= TORNADO_BARS else ": the %d widest of %d inputs"
-                              % (TORNADO_BARS, len(bars))), fontsize=9)
-        ax.grid(True, axis="x", alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
-    _save(plt, fig, out_dir, "tornado", "Tornado: %s at each input's low/high end"
-          % ", ".join(sorted({m for m, _ in groups})), plots)
-
-
-def _kind(s):
-    """The input's kind (older files varied platform estimates only); screened ones say so."""
-    kind = s.get("kind") or "estimate"
-    return kind + (", screened" if s.get("run") == "screen" else "")
-
-
-def _change(s, key):
-    p = cr.pct_diff(_num(s.get(key)), _center(s))
-    return 0.0 if p is None or math.isnan(p) else p
-
-
 def _signed(v):
     """A difference with its sign: +12.5, -3, 0."""
     text = cr.fmt_num(v)
@@ -397,35 +158,8 @@ def _pct_or_na(v):
 
 
 def _swing(s):
-    return -abs(_change(s, "value_high") - _change(s, "value_low"))
+    return -abs(change_from_nominal(s, "value_high") - change_from_nominal(s, "value_low"))
 
-
-def _num(v):
-    n = None if v is None else cr.parse_number(v)
-    return float("nan") if n is None else n
-
-
-def _center(s):
-    b = s.get("baseline_value")
-    if b is not None and cr.parse_number(b) is not None:
-        return cr.parse_number(b)
-    return (_num(s.get("value_low")) + _num(s.get("value_high"))) / 2
-
-
-def plot_phases(plt, phase_names, table, variants, out_dir, plots):
-    fig, ax = plt.subplots(figsize=(6.4, 1.2 + 0.45 * len(variants)))
-    left = [0.0] * len(variants)
-    for ph in phase_names:
-        vals = [table[v].get(ph, 0.0) for v in variants]
-        ax.barh(range(len(variants)), vals, left=left, label=ph)
-        left = [a + b for a, b in zip(left, vals)]
-    ax.set_yticks(range(len(variants)))
-    ax.set_yticklabels(variants)
-    ax.invert_yaxis()
-    ax.set_xlabel("time (ns, median over seeds)")
-    ax.set_title("Time by phase")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    _save(plt, fig, out_dir, "phases", "Time by phase per variant", plots)
 
 
 # ------------------------------------------------------------ rendering ---
@@ -522,7 +256,7 @@ def to_html(blocks, plots, out_dir, title):
 def build_report(data, out_dir, baseline=None, title=None):
     """Write report.md, report.html and the plots for `data` (from load_csv or
     load_compare) into out_dir. Returns {"md", "html", "plots": [png names]}."""
-    plt = _plt()
+    plt = pyplot()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     runs = data["runs"]
@@ -545,7 +279,7 @@ def build_report(data, out_dir, baseline=None, title=None):
     point = summary_point(data)
     here = runs_at(runs, point)
     where = (" at " + ", ".join("%s=%s" % kv for kv in point.items())) if point else ""
-    seeds = sorted({str(r["seed"]) for r in runs}, key=_sort_key)
+    seeds = sorted({str(r["seed"]) for r in runs}, key=sort_key)
     title = title or "cohsim: %s" % Path(str(data["scenario"])).stem
 
     info = ["Scenario: `%s`" % data["scenario"]]
@@ -637,13 +371,13 @@ def build_report(data, out_dir, baseline=None, title=None):
                        "= over the range its declaration gives; screened = short runs only."))
         srows = []
         for s in sorted(sens, key=_swing):
-            c = _center(s)
-            srows.append([s.get("param", ""), _kind(s), "%s .. %s" % (s.get("low"), s.get("high"))]
+            c = nominal_value(s)
+            srows.append([s.get("param", ""), input_kind(s), "%s .. %s" % (s.get("low"), s.get("high"))]
                          + ([] if same else [s.get("metric", ""), s.get("variant", "")])
                          + [cr.fmt_num(s.get("value_low")), cr.fmt_num(c),
                             cr.fmt_num(s.get("value_high")),
-                            cr.fmt_pct(cr.pct_diff(_num(s.get("value_low")), c)),
-                            cr.fmt_pct(cr.pct_diff(_num(s.get("value_high")), c))])
+                            cr.fmt_pct(cr.pct_diff(to_float(s.get("value_low")), c)),
+                            cr.fmt_pct(cr.pct_diff(to_float(s.get("value_high")), c))])
         heads = ["input", "kind", "range"] + ([] if same else ["metric", "variant"])
         blocks.append(("table", heads + ["at low", "nominal", "at high", "low", "high"],
                        srows, ["l"] * len(heads) + ["r"] * 5))

@@ -19,6 +19,7 @@ sys.path.insert(0, str(SCRIPTS))
 
 import cohsim_results as cr  # noqa: E402
 import report  # noqa: E402
+import report_plots  # noqa: E402
 
 try:
     import matplotlib  # noqa: F401
@@ -47,9 +48,9 @@ class FormatTest(unittest.TestCase):
         self.assertEqual(cr.parse_number("34ns"), 34.0)
         self.assertEqual(cr.parse_number("2us"), 2000.0)
         self.assertIsNone(cr.parse_number("fast"))
-        self.assertTrue(report.is_pow2_like(["2", "4", "8", "16", "32", "64", "96"]))
-        self.assertFalse(report.is_pow2_like(["10", "20", "30"]))
-        self.assertFalse(report.is_pow2_like(["a", "b", "c"]))
+        self.assertTrue(report_plots.is_pow2_like(["2", "4", "8", "16", "32", "64", "96"]))
+        self.assertFalse(report_plots.is_pow2_like(["10", "20", "30"]))
+        self.assertFalse(report_plots.is_pow2_like(["a", "b", "c"]))
 
 
 class ReportCase(unittest.TestCase):
