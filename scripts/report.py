@@ -176,6 +176,19 @@ def md_table(headers, rows, aligns):
     return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
 
 
+def md_table_of(block):
+    """A ("table", headers, rows, aligns[, columns]) block in Markdown: the first COLUMNS
+    columns when given (the rest are in report.html only)."""
+    headers, rows, aligns = block[1:4]
+    n = block[4] if len(block) > 4 else len(headers)
+    return md_table(headers[:n], [r[:n] for r in rows], aligns[:n])
+
+
+def table_width(block):
+    """The width in characters of a table block in Markdown."""
+    return max(len(line) for line in md_table_of(block).splitlines())
+
+
 def to_markdown(blocks, plots):
     out = []
     for b in blocks:
@@ -183,12 +196,12 @@ def to_markdown(blocks, plots):
             out.append("# " + b[1])
         elif b[0] == "h2":
             out.append("## " + b[1])
-        elif b[0] == "p":  # wrapped for email (a code span is never split)
+        elif b[0] in ("p", "md_p"):  # wrapped for email (a code span is never split)
             out.append(textwrap.fill(b[1], MD_WIDTH, break_long_words=False, break_on_hyphens=False))
         elif b[0] == "ul":
             out.append("\n".join("- " + i for i in b[1]))
         elif b[0] == "table":
-            out.append(md_table(*b[1:]))
+            out.append(md_table_of(b))
     if plots:
         names = sorted({re.sub(r"_.*", "_*", p[:-4]) + ".png" for p, _ in plots})
         out.append(textwrap.fill("Plots: %d, inline in report.html; as PNG and SVG beside it (%s)."
@@ -237,7 +250,7 @@ def to_html(blocks, plots, out_dir, title):
             out.extend(_figures(here, out_dir))
             placed.update(p[0] for p in here)
         elif b[0] == "table":
-            headers, rows, aligns = b[1:]
+            headers, rows, aligns = b[1:4]
             out.append("<table><tr>%s</tr>%s</table>" % (
                 "".join("<th>%s</th>" % _inline(h) for h in headers),
                 "".join("<tr>%s</tr>" % "".join(
@@ -253,9 +266,88 @@ def to_html(blocks, plots, out_dir, title):
 
 # ------------------------------------------------------------ report ---
 
-def build_report(data, out_dir, baseline=None, title=None):
+CALIBRATION = cr.REPO_ROOT / "data" / "calibration.json"
+
+
+def _same_file(a, b):
+    return (cr.REPO_ROOT / str(a)).resolve() == (cr.REPO_ROOT / str(b)).resolve()
+
+
+def measured_rows(data, files):
+    """The measured rows (data/calibration.json and FILES, {"rows": [...]}) that a sweep's
+    plots can show: same scenario, the first swept parameter set, every other swept one
+    and every --set of the sweep the same. A row without "variant" fits every variant."""
+    xname, others = data["swept"][0], data["swept"][1:]
+    fixed = {k: cr.value_str(v) for k, v in (data.get("fixed") or {}).items()}
+    found = []
+    for f in [CALIBRATION] + [Path(x) for x in files or []]:
+        try:
+            doc = json.loads(Path(f).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise InputError("--measured %s: cannot read it as JSON: %s" % (f, e))
+        rows = doc.get("rows") if isinstance(doc, dict) else None
+        if not isinstance(rows, list):
+            raise InputError("--measured %s: expected {\"rows\": [...]} as in data/calibration.json" % f)
+        for r in rows:
+            sets = r.get("set") if isinstance(r, dict) else None
+            if (not isinstance(sets, dict) or xname not in sets or "derived" in r or "bound" in r
+                    or not isinstance(r.get("measured"), (int, float))
+                    or not _same_file(r.get("scenario", ""), data["scenario"])):
+                continue
+            sets = {k: cr.value_str(v) for k, v in sets.items()}
+            rest = {k: v for k, v in sets.items() if k != xname and k not in others}
+            if rest != fixed or any(n not in sets for n in others):
+                continue
+            found.append({"id": r.get("id", "?"), "variant": r.get("variant"), "metric": r.get("metric"),
+                          "x": sets[xname], "combo": {n: sets[n] for n in others},
+                          "value": float(r["measured"]), "tolerance_pct": float(r.get("tolerance_pct") or 0)})
+    return found
+
+
+def every_point_tables(data, metrics, variants, baseline, units, measured):
+    """One table per metric: a row per swept point, a column per variant (the others with
+    their difference to the baseline) and the measured value where a row gives one."""
+    runs, swept = data["runs"], data["swept"]
+    points = sorted({tuple(r["params"].get(n, "") for n in swept) for r in runs},
+                    key=lambda p: [param_values(runs, n, data.get("order")).index(v)
+                                   for n, v in zip(reversed(swept), reversed(p))])
+    nseeds = max(len({r["seed"] for r in runs_at(runs, dict(zip(swept, p)))}) for p in points)
+    blocks = []
+    for m in metrics:
+        here = [r for r in measured if r["metric"] == m]
+        rows = []
+        for p in points:
+            at = runs_at(runs, dict(zip(swept, p)))
+            base = group_stats(at, baseline, m)
+            cells = []
+            for v in variants:
+                s = group_stats(at, v, m)
+                cells.append("-" if not s else cr.fmt_num(s["median"]) if v == baseline or not base
+                             else "%s (%s)" % (cr.fmt_num(s["median"]),
+                                               cr.fmt_pct(cr.pct_diff(s["median"], base["median"]))))
+            if here:
+                fit = [r for r in here if r["x"] == p[0] and r["combo"] == dict(zip(swept[1:], p[1:]))]
+                cells.append(", ".join("%s ±%s%%" % (cr.fmt_num(r["value"]), cr.fmt_num(r["tolerance_pct"]))
+                                       for r in fit) or "-")
+            rows.append(list(p) + cells)
+        heads = list(swept) + [v + (" (base)" if v == baseline and len(variants) > 1 else "")
+                               for v in variants] + (["measured"] if here else [])
+        blocks += [("h2", "%s%s at every point" % (m, " (%s)" % units[m] if units.get(m) else "")),
+                   ("p", "Median%s; in brackets the difference to %s%s." % (
+                       " over %d seeds" % nseeds if nseeds > 1 else "", baseline,
+                       "; measured: data/calibration.json or --measured, with its tolerance"
+                       if here else "") if len(variants) > 1 or here else "Median%s." % (
+                       " over %d seeds" % nseeds if nseeds > 1 else "")),
+                   ("table", heads, rows, ["r"] * len(heads))]
+    return blocks
+
+
+def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measured_files=None):
     """Write report.md, report.html and the plots for `data` (from load_csv or
-    load_compare) into out_dir. Returns {"md", "html", "plots": [png names]}."""
+    load_compare) into out_dir. A sweep's plots draw y on a log scale per LOG_Y
+    ("auto": where the values span more than 10x, "on", "off") and the measured
+    rows of data/calibration.json and MEASURED_FILES beside the model; their
+    series go to plot-data.json. Returns {"md", "html", "plots": [png names]}."""
     plt = pyplot()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -270,6 +362,7 @@ def build_report(data, out_dir, baseline=None, title=None):
     baseline = baseline or data.get("baseline") or variants[0]
     if baseline not in variants:
         raise InputError("baseline variant %r not among %s" % (baseline, ", ".join(variants)))
+    data["baseline"] = baseline
     others = [v for v in variants if v != baseline]
     present = {m for r in runs for m in r["metrics"]}
     headline = [h for h in (data.get("headline") or [])
@@ -308,6 +401,7 @@ def build_report(data, out_dir, baseline=None, title=None):
     blocks = [("h1", title), ("ul", info)]
 
     multi = any((group_stats(here, v, m) or {}).get("n", 0) > 1 for v in variants for m in metrics)
+    swept = data["swept"]
     rows, diffs = {}, []
     for m in metrics:
         base = group_stats(here, baseline, m)
@@ -323,38 +417,29 @@ def build_report(data, out_dir, baseline=None, title=None):
             delta = ("base" if v == baseline else
                      _signed(s["median"] - base["median"]) if base else "-")
             label = "%s (%s)" % (m, units[m]) if units.get(m) else m
+            # a sweep's tables leave out the absolute difference: 80 columns for email
             rows.setdefault(m in units, []).append(
-                [label, v] + vals + ([delta, "base" if v == baseline else cr.fmt_pct(p)]
-                                     if others else []))
+                [label, v] + vals + ([] if not others else [delta] if not swept else [])
+                + (["base" if v == baseline else cr.fmt_pct(p)] if others else []))
     heads = (["metric", "variant"] + (["min", "median", "max"] if multi else ["value"])
-             + (["diff", "vs " + baseline] if others else []))
+             + (["diff"] if others and not swept else []) + (["vs " + baseline] if others else []))
     aligns = ["l", "l"] + ["r"] * (len(heads) - 2)
+    # a sweep plots and tabulates its headline metrics at every point (all of them when
+    # none is declared), never a swept parameter against itself
+    swept_metrics = [m for m in (list(units) if units else metrics) if m not in swept]
+    measured = measured_rows(data, measured_files) if swept else []
+    if swept:
+        blocks += every_point_tables(data, swept_metrics, variants, baseline, units, measured)
+        blocks.append(("figures", "metric_"))
     if units:
-        blocks += [("h2", "Headline metrics" + where), ("table", heads, rows.get(True, []), aligns)]
+        if not swept:
+            blocks += [("h2", "Headline metrics" + where), ("table", heads, rows.get(True, []), aligns)]
         if others:
             blocks.append(("figures", "bars_"))
         if rows.get(False):
             blocks += [("h2", "Other metrics" + where), ("table", heads, rows[False], aligns)]
     else:
         blocks += [("h2", "Results" + where), ("table", heads, rows.get(False, []), aligns)]
-
-    if data["swept"] and others:
-        xname, rest = data["swept"][0], {n: point[n] for n in data["swept"][1:]}
-        xs = param_values(runs, xname, data.get("order"))
-        trows = []
-        for m in metrics:
-            for v in others:
-                cells = []
-                for x in xs:
-                    sub = runs_at(runs, dict(rest, **{xname: x}))
-                    s, b = group_stats(sub, v, m), group_stats(sub, baseline, m)
-                    cells.append(cr.fmt_pct(cr.pct_diff(s["median"], b["median"]))
-                                 if s and b else "-")
-                trows.append([m if len(others) == 1 else "%s (%s)" % (m, v)] + cells)
-        label = "".join(", %s=%s" % kv for kv in rest.items())
-        blocks += [("h2", "Median difference vs %s by %s%s" % (baseline, xname, label)),
-                   ("table", ["metric"] + ["%s=%s" % (xname, x) for x in xs], trows,
-                    ["l"] + ["r"] * len(xs))]
 
     plots = []
     sens = [s for s in (data.get("sensitivity") or []) if isinstance(s, dict)]
@@ -410,11 +495,17 @@ def build_report(data, out_dir, baseline=None, title=None):
     if crows:
         keys = sorted({k for *_, p in crows for k in p})
         keys = keys if len(keys) <= 4 and keys != ["total"] else []
-        blocks += [("h2", "Top contended lines" + where),
-                   ("table", ["variant", "line", "home", "transfers"] + keys,
-                    [[v, "`%s`" % s, h, cr.fmt_num(sum(p.values()))]
-                     + [cr.fmt_num(p.get(k, 0)) for k in keys] for v, s, h, p in crows],
-                    ["l", "l", "r", "r"] + ["r"] * len(keys))]
+
+        table = ("table", ["variant", "line", "home", "transfers"] + keys,
+                 [[v, "`%s`" % s, h, cr.fmt_num(sum(p.values()))]
+                  + [cr.fmt_num(p.get(k, 0)) for k in keys] for v, s, h, p in crows],
+                 ["l", "l", "r", "r"] + ["r"] * len(keys))
+        blocks.append(("h2", "Top contended lines" + where))
+        if keys and table_width(table) > MD_WIDTH + 2:  # for email, the split by hop class goes
+            table += (4,)
+            blocks.append(("md_p", "Transfers in total; by hop class (%s) in report.html."
+                           % ", ".join(keys)))
+        blocks.append(table)
 
     phase_names, ptable = [], {}
     for v in variants:
@@ -446,7 +537,9 @@ def build_report(data, out_dir, baseline=None, title=None):
         for h in headline:
             plot_headline_bars(plt, data, here, variants, baseline, h, where, out_dir, plots)
     if data["swept"]:
-        plot_sweeps(plt, data, metrics, out_dir, plots)
+        plot_data = plot_sweeps(plt, data, swept_metrics, {h["metric"]: h for h in headline},
+                                measured, log_y, out_dir, plots)
+        cr.atomic_write_text(out_dir / "plot-data.json", json.dumps(plot_data, indent=1) + "\n")
     if others:
         plot_difference(plt, diffs, baseline, where, out_dir, plots)
     if ptable:
@@ -459,8 +552,9 @@ def build_report(data, out_dir, baseline=None, title=None):
     return {"md": md, "html": page, "plots": [p for p, _ in plots]}
 
 
-def report_from_csv(csv_path, out_dir, baseline=None, title=None):
-    return build_report(load_csv(csv_path), out_dir, baseline, title)
+def report_from_csv(csv_path, out_dir, baseline=None, title=None, log_y="auto", measured_files=None):
+    """The report of a sweep's results.csv (see build_report)."""
+    return build_report(load_csv(csv_path), out_dir, baseline, title, log_y, measured_files)
 
 
 def report_from_compare_json(path, out_dir, baseline=None, title=None):
@@ -484,6 +578,11 @@ def main(argv=None):
     ap.add_argument("--baseline", metavar="VARIANT",
                     help="variant to compare against (default: compare.json's, else the first)")
     ap.add_argument("--title", metavar="T", help="report title")
+    ap.add_argument("--log-y", choices=("auto", "on", "off"), default="auto",
+                    help="sweep plots: y on a log scale (auto: where the values span more than 10x)")
+    ap.add_argument("--measured", metavar="FILE", action="append", default=[],
+                    help="sweep plots: measured rows to draw beside the model, in data/calibration.json's "
+                         "format (that file is always read); repeatable")
     ap.add_argument("--quiet", action="store_true",
                     help="print nothing on success (cohsim, which stages the files, says where they went)")
     args = ap.parse_args(argv)
@@ -496,7 +595,7 @@ def main(argv=None):
             import report_validate
             res = report_validate.report_from_validate_json(src, out, args.title)
         elif args.csv:
-            res = report_from_csv(src, out, args.baseline, args.title)
+            res = report_from_csv(src, out, args.baseline, args.title, args.log_y, args.measured)
         else:
             res = report_from_compare_json(src, out, args.baseline, args.title)
     except InputError as e:

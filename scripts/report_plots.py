@@ -90,39 +90,96 @@ def file_stem(text):
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "metric"
 
 
-def plot_sweeps(plt, data, metrics, out_dir, plots):
-    """One line plot per metric against the first swept parameter, a line per variant."""
+LOG_Y_SPAN = 10.0  # --log-y auto draws y on a log scale when max / min of the values exceeds this
+
+
+def use_log_y(values, log_y):
+    """Whether a y axis over VALUES is logarithmic: LOG_Y "on", "off", or "auto" (span > 10x)."""
+    positive = [v for v in values if v > 0]
+    if log_y != "auto":
+        return log_y == "on" and bool(positive)
+    return len(positive) == len(values) > 1 and max(positive) / min(positive) > LOG_Y_SPAN
+
+
+def tick_label(v):
+    """An axis tick in the tables' number format, without trailing zeros (4e5, 2.5e6, 1200)."""
+    return re.sub(r"\.?0+(e|$)", r"\1", cr.fmt_num(v)) if "." in cr.fmt_num(v) else cr.fmt_num(v)
+
+
+def sweep_title(data, metric):
+    """METRIC: SCENARIO on PLATFORM, then the variants (the baseline named) and the --sets."""
+    variants = ", ".join(v + (" (baseline)" if v == data.get("baseline") else "")
+                         for v in data["variants"] if v)
+    sets = ", ".join("%s=%s" % (k, cr.value_str(v)) for k, v in sorted((data.get("fixed") or {}).items()))
+    return "%s: %s on %s%s%s" % (metric, Path(str(data["scenario"])).stem, data.get("platform") or "?",
+                                 "\nvariants: " + variants if variants else "",
+                                 "\n--set " + sets if sets else "")
+
+
+def y_label(metric, headline):
+    """The axis label of METRIC: its unit and which way is better, from its headline declaration."""
+    h = headline.get(metric) or {}
+    better = h.get("lower_is_better")
+    return "%s%s%s" % (metric, " (%s)" % h["unit"] if h.get("unit") else "",
+                       "" if better is None else (", lower is better" if better else ", higher is better"))
+
+
+def plot_sweeps(plt, data, metrics, headline, measured, log_y, out_dir, plots):
+    """One line plot per metric against the first swept parameter, a line per variant, the
+    measured rows (MEASURED: {"variant", "metric", "x", "combo", "value", "tolerance_pct",
+    "id"}) as points with their tolerance. Returns each plot's series (the plot data)."""
     runs, swept = data["runs"], data["swept"]
     xname, others = swept[0], swept[1:]
     xs = param_values(runs, xname, data.get("order"))
     nums = [cr.parse_number(x) for x in xs]
     numeric = all(n is not None for n in nums)
     log2 = numeric and is_pow2_like(xs)
+    position = {x: (nums[i] if numeric else i) for i, x in enumerate(xs)}
     combos = sorted({tuple(r["params"].get(n, "") for n in others) for r in runs},
                     key=lambda c: [sort_key(v) for v in c])
     colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
     styles = ["-", "--", ":", "-."]
+    plot_data = []
     for m in metrics:
-        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        fig, ax = plt.subplots(figsize=(6.4, 4.4))
+        series, ys = [], []
         for vi, variant in enumerate(data["variants"]):
             for ci, combo in enumerate(combos):
-                pos, med, lo, hi = [], [], [], []
-                for i, x in enumerate(xs):
+                pos, med, lo, hi, at = [], [], [], [], []
+                for x in xs:
                     pt = dict(zip(others, combo), **{xname: x})
                     s = group_stats(runs_at(runs, pt), variant, m)
                     if s:
-                        pos.append(nums[i] if numeric else i)
+                        at.append(x)
+                        pos.append(position[x])
                         med.append(s["median"])
                         lo.append(s["min"])
                         hi.append(s["max"])
-                if not pos:
-                    continue
-                label = variant + "".join(", %s=%s" % kv for kv in zip(others, combo))
-                line, = ax.plot(pos, med, marker="o", markersize=3, label=label,
-                                color=colors[vi % len(colors)],
-                                linestyle=styles[ci % len(styles)])
-                if any(a != b for a, b in zip(lo, hi)):
-                    ax.fill_between(pos, lo, hi, alpha=0.2, color=line.get_color(), linewidth=0)
+                label = (variant or "model") + "".join(", %s=%s" % kv for kv in zip(others, combo))
+                color = colors[vi % len(colors)]
+                if pos:
+                    line, = ax.plot(pos, med, marker="o", markersize=3, label=label, color=color,
+                                    linestyle=styles[ci % len(styles)])
+                    if any(a != b for a, b in zip(lo, hi)):
+                        ax.fill_between(pos, lo, hi, alpha=0.2, color=color, linewidth=0)
+                    series.append({"kind": "model", "variant": variant, "label": label, "x": at,
+                                   "y": med, "low": lo, "high": hi})
+                    ys += lo + hi
+                rows = [r for r in measured if r["metric"] == m and r["combo"] == dict(zip(others, combo))
+                        and r["variant"] in (variant, None) and r["x"] in position]
+                if rows:
+                    y = [r["value"] for r in rows]
+                    err = [r["value"] * r["tolerance_pct"] / 100.0 for r in rows]
+                    ax.errorbar([position[r["x"]] for r in rows], y, yerr=err, fmt="s", markersize=4,
+                                color=color, markerfacecolor="white", capsize=3, linewidth=0.8,
+                                label="%s measured (±%s%%)" % (label, cr.fmt_num(rows[0]["tolerance_pct"])))
+                    series.append({"kind": "measured", "variant": variant, "label": label,
+                                   "x": [r["x"] for r in rows], "y": y,
+                                   "low": [a - e for a, e in zip(y, err)],
+                                   "high": [a + e for a, e in zip(y, err)],
+                                   "tolerance_pct": [r["tolerance_pct"] for r in rows],
+                                   "rows": [r["id"] for r in rows]})
+                    ys += y
         if log2:
             ax.set_xscale("log", base=2)
         if numeric:
@@ -132,13 +189,25 @@ def plot_sweeps(plt, data, metrics, out_dir, plots):
         else:
             ax.set_xticks(range(len(xs)))
             ax.set_xticklabels(xs)
-        ax.set_xlabel(xname)
-        ax.set_ylabel(m)
-        ax.set_title("%s vs %s" % (m, xname))
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-        save_figure(plt, fig, out_dir, "metric_" + file_stem(m),
-                    "%s vs %s (median, band = min..max over seeds)" % (m, xname), plots)
+        log = use_log_y(ys, log_y)
+        if log:
+            ax.set_yscale("log")
+        elif ys and min(ys) >= 0:
+            ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: tick_label(v)))
+        ax.set_xlabel(xname + (" (log2 scale)" if log2 else ""))
+        ax.set_ylabel(y_label(m, headline) + (" (log scale)" if log else ""))
+        ax.set_title(sweep_title(data, m), fontsize=9)
+        ax.grid(True, alpha=0.3, which="both" if log else "major")
+        ax.legend(fontsize=7)
+        stem = "metric_" + file_stem(m)
+        save_figure(plt, fig, out_dir, stem,
+                    "%s vs %s (median, band = min..max over seeds%s)"
+                    % (m, xname, "; squares: measured, bars: tolerance"
+                       if any(s["kind"] == "measured" for s in series) else ""), plots)
+        plot_data.append({"plot": stem + ".png", "metric": m, "x": xname, "log_x": log2,
+                          "log_y": log, "series": series})
+    return plot_data
 
 
 def plot_headline_bars(plt, data, runs, variants, baseline, headline, where, out_dir, plots):

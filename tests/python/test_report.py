@@ -97,11 +97,66 @@ class CsvReportTest(ReportCase):
         self.assertIn("baseline: cmpxchg", md)
         self.assertIn("Failed or missing runs: 1", md)
         self.assertIn("## Results at cpus=96", md)
-        # baseline row, then the other variant with min/median/max and the difference
-        self.assertRegex(md, r"\| acquire_ns\.p50 +\| cmpxchg +\| +1534 \| +1553 \| +1571 \| +base \| +base \|")
-        self.assertRegex(md, r"\| acquire_ns\.p50 +\| fetch-add +\| +1097 \| +1097 \| +1097 \| +-455\.9 \| +-29\.4% \|")
-        self.assertIn("## Median difference vs cmpxchg by cpus", md)
+        # baseline row, then the other variant with min/median/max and the difference in %
+        # (a sweep leaves the absolute difference out: 80 columns for email)
+        self.assertRegex(md, r"\| acquire_ns\.p50 +\| cmpxchg +\| +1534 \| +1553 \| +1571 \| +base \|")
+        self.assertRegex(md, r"\| acquire_ns\.p50 +\| fetch-add +\| +1097 \| +1097 \| +1097 \| +-29\.4% \|")
         self.assertIn("<figure><img", html)
+        self.assertLessEqual(max(len(l) for l in md.splitlines()), 80)
+
+    def test_a_sweep_report_tabulates_every_point(self):
+        out = self.tmp / "rep"
+        md = report.report_from_csv(FIXTURES / "sweep_results.csv", out)["md"].read_text()
+        table = md.split("## ops_per_us at every point\n")[1].split("\n\n## ")[0]
+        self.assertIn("Median over 2 seeds; in brackets the difference to cmpxchg.", table)
+        rows = [[c.strip() for c in l.strip("|").split("|")] for l in table.splitlines()
+                if l.startswith("|")]
+        self.assertEqual(rows[0], ["cpus", "cmpxchg (base)", "fetch-add"])
+        self.assertEqual([r[0] for r in rows[2:]], ["2", "4", "8", "16", "32", "64", "96"])
+        self.assertEqual(rows[2], ["2", "21.21", "21.98 (+3.61%)"])
+        self.assertEqual(rows[8], ["96", "2.902", "3.785 (+30.4%)"])
+        for metric in ("acquire_ns.p50", "acquire_ns.p99", "remote_transfers"):
+            self.assertIn("## %s at every point" % metric, md)
+
+    def test_measured_rows_are_drawn_beside_the_model_with_their_tolerance(self):
+        # the SMMU rows of data/calibration.json, and one more from --measured
+        csv = self.tmp / "smmu" / "results.csv"
+        csv.parent.mkdir()
+        model = {"2": 400400, "4": 386550, "8": 304800, "16": 152400, "32": 26988, "64": 8419,
+                 "96": 6198}
+        csv.write_text("scenario,variant,seed,param.cpus,metric.cpus,metric.ops_per_cpu_per_s,status\n"
+                       + "".join("configs/scenarios/smmu-kunpeng920.json,cmpxchg,1,%s,%s,%s,ok\n"
+                                 % (c, c, v) for c, v in model.items()))
+        extra = self.tmp / "more.json"
+        extra.write_text(json.dumps({"rows": [
+            {"id": "mine", "scenario": "configs/scenarios/smmu-kunpeng920.json", "set": {"cpus": 32},
+             "metric": "ops_per_cpu_per_s", "measured": 30000, "tolerance_pct": 10},
+            {"id": "other-set", "scenario": "configs/scenarios/smmu-kunpeng920.json",
+             "set": {"cpus": 32, "duration": "1ms"}, "metric": "ops_per_cpu_per_s", "measured": 1}]}))
+        out = self.tmp / "rep"
+        r = subprocess.run([sys.executable, str(SCRIPTS / "report.py"), str(csv), "--out", str(out),
+                            "--measured", str(extra)], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        plots = json.loads((out / "plot-data.json").read_text())
+        self.assertEqual([p["metric"] for p in plots], ["ops_per_cpu_per_s"])  # not cpus vs cpus
+        self.assertTrue(plots[0]["log_x"] and plots[0]["log_y"])
+        model_series, measured = plots[0]["series"]
+        self.assertEqual(model_series["y"], list(model.values()))
+        self.assertEqual(measured["kind"], "measured")
+        self.assertEqual(measured["rows"], ["kp920.smmu.cmpxchg.cpus%s" % c for c in model] + ["mine"])
+        self.assertEqual(measured["y"], [453000, 409000, 295000, 157000, 33600, 9500, 5200, 30000])
+        self.assertEqual(measured["tolerance_pct"], [25] * 7 + [10])
+        self.assertEqual(measured["high"][0], 453000 * 1.25)
+        md = (out / "report.md").read_text()
+        self.assertRegex(md, r"\| +32 \| +26988 \| +33600 ±25%, 30000 ±10% \|")
+        bad = self.tmp / "bad.json"
+        bad.write_text("[1]")
+        r = subprocess.run([sys.executable, str(SCRIPTS / "report.py"), str(csv), "--out",
+                            str(self.tmp / "rep2"), "--measured", str(bad)],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("bad.json: expected {\"rows\": [...]}", r.stderr)
+        self.assertFalse((self.tmp / "rep2" / "report.md").exists())
 
     def test_baseline_option_and_errors(self):
         out = self.tmp / "rep"
