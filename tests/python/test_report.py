@@ -44,6 +44,13 @@ class FormatTest(unittest.TestCase):
         self.assertEqual(cr.fmt_pct(cr.pct_diff(1, 0)), "n/a")
         self.assertEqual(cr.fmt_pct(cr.pct_diff(0, 0)), "n/a")  # not defined, never 0 %
 
+    def test_log_y_when_the_values_span_more_than_ten_times_or_when_asked(self):
+        self.assertTrue(report_plots.use_log_y([5200, 453000], "auto"))
+        self.assertFalse(report_plots.use_log_y([100, 1000], "auto"))   # 10x exactly: linear
+        self.assertFalse(report_plots.use_log_y([0, 1, 1000], "auto"))  # a zero cannot be drawn
+        self.assertFalse(report_plots.use_log_y([5200, 453000], "off"))
+        self.assertTrue(report_plots.use_log_y([100, 200], "on"))
+
     def test_parse_number_and_log2_axis(self):
         self.assertEqual(cr.parse_number("34ns"), 34.0)
         self.assertEqual(cr.parse_number("2us"), 2000.0)
