@@ -349,6 +349,7 @@ def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measure
     rows of data/calibration.json and MEASURED_FILES beside the model; their
     series go to plot-data.json. Returns {"md", "html", "plots": [png names]}."""
     plt = pyplot()
+    measured = measured_rows(data, measured_files) if data["swept"] else []  # bad file: no output
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     runs = data["runs"]
@@ -427,7 +428,6 @@ def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measure
     # a sweep plots and tabulates its headline metrics at every point (all of them when
     # none is declared), never a swept parameter against itself
     swept_metrics = [m for m in (list(units) if units else metrics) if m not in swept]
-    measured = measured_rows(data, measured_files) if swept else []
     if swept:
         blocks += every_point_tables(data, swept_metrics, variants, baseline, units, measured)
         blocks.append(("figures", "metric_"))

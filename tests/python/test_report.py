@@ -163,7 +163,7 @@ class CsvReportTest(ReportCase):
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(r.returncode, 2)
         self.assertIn("bad.json: expected {\"rows\": [...]}", r.stderr)
-        self.assertFalse((self.tmp / "rep2" / "report.md").exists())
+        self.assertFalse((self.tmp / "rep2").exists())
 
     def test_baseline_option_and_errors(self):
         out = self.tmp / "rep"
