@@ -210,6 +210,36 @@ def to_markdown(blocks, plots):
     return "\n\n".join(out) + "\n"
 
 
+def _plain(text):
+    return str(text).replace("`", "")
+
+
+def to_text(blocks, plots):
+    """report.txt: the Markdown's content as plain text for an email body: headings
+    underlined, no code marks, tables as aligned columns (the Markdown's columns)."""
+    out = []
+    for b in blocks:
+        if b[0] in ("h1", "h2"):
+            out.append("%s\n%s" % (_plain(b[1]), ("=" if b[0] == "h1" else "-") * len(_plain(b[1]))))
+        elif b[0] in ("p", "md_p"):
+            out.append(textwrap.fill(_plain(b[1]), MD_WIDTH, break_long_words=False,
+                                     break_on_hyphens=False))
+        elif b[0] == "ul":
+            out.append("\n".join(textwrap.fill(_plain(i), MD_WIDTH, initial_indent="- ",
+                                                subsequent_indent="  ") for i in b[1]))
+        elif b[0] == "table":
+            n = b[4] if len(b) > 4 else len(b[1])
+            cells = [[_plain(c) for c in r[:n]] for r in [b[1]] + b[2]]
+            w = [max(len(r[i]) for r in cells) for i in range(n)]
+            line = lambda r: "  ".join(c.rjust(w[i]) if b[3][i] == "r" else c.ljust(w[i])  # noqa: E731
+                                       for i, c in enumerate(r)).rstrip()
+            out.append("\n".join([line(cells[0]), "  ".join("-" * x for x in w)]
+                                 + [line(r) for r in cells[1:]]))
+    if plots:
+        out.append("Plots: %d, in report.html and as PNG and SVG beside it." % len(plots))
+    return "\n\n".join(out) + "\n"
+
+
 def _inline(text):
     return re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(text))
 
@@ -343,7 +373,7 @@ def every_point_tables(data, metrics, variants, baseline, units, measured):
 
 
 def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measured_files=None):
-    """Write report.md, report.html and the plots for `data` (from load_csv or
+    """Write report.md, report.txt (plain text for email), report.html and the plots for `data` (from load_csv or
     load_compare) into out_dir. A sweep's plots draw y on a log scale per LOG_Y
     ("auto": where the values span more than 10x, "on", "off") and the measured
     rows of data/calibration.json and MEASURED_FILES beside the model; their
@@ -547,6 +577,7 @@ def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measure
 
     md = out_dir / "report.md"
     cr.atomic_write_text(md, to_markdown(blocks, plots))
+    cr.atomic_write_text(out_dir / "report.txt", to_text(blocks, plots))
     page = out_dir / "report.html"
     cr.atomic_write_text(page, to_html(blocks, plots, out_dir, title))
     return {"md": md, "html": page, "plots": [p for p, _ in plots]}
@@ -602,7 +633,7 @@ def main(argv=None):
         sys.stderr.write("report.py: error: %s\n" % e)
         return 2
     if not args.quiet:
-        sys.stderr.write("wrote %s, %s and %d plot(s) (PNG + SVG) in %s\n"
+        sys.stderr.write("wrote %s, report.txt, %s and %d plot(s) (PNG + SVG) in %s\n"
                          % (res["md"].name, res["html"].name, len(res["plots"]), out))
     return 0
 

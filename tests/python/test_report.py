@@ -124,6 +124,13 @@ class CsvReportTest(ReportCase):
         self.assertEqual(rows[8], ["96", "2.902", "3.785 (+30.4%)"])
         for metric in ("acquire_ns.p50", "acquire_ns.p99", "remote_transfers"):
             self.assertIn("## %s at every point" % metric, md)
+        # the same tables in plain text for an email body
+        text = (out / "report.txt").read_text()
+        self.assertIn("ops_per_us at every point\n-------------------------\n", text)
+        self.assertRegex(text, r"\n  96  +2\.902  +3\.785 \(\+30\.4%\)\n")
+        self.assertNotIn("|", text)
+        self.assertNotIn("`", text)
+        self.assertLessEqual(max(len(l) for l in text.splitlines()), 80)
 
     def test_measured_rows_are_drawn_beside_the_model_with_their_tolerance(self):
         # the SMMU rows of data/calibration.json, and one more from --measured
