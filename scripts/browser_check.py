@@ -55,6 +55,7 @@ class DevToolsPipe:
             self.proc = subprocess.Popen(
                 [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
                  "--no-first-run", "--no-default-browser-check", "--hide-scrollbars",
+                 "--disable-dev-shm-usage",  # a container's small /dev/shm
                  "--user-data-dir=" + self.profile, "about:blank"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                 preexec_fn=wire_fds, close_fds=False)  # close_fds would close 3 and 4 after wire_fds
