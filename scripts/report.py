@@ -17,7 +17,6 @@ import argparse
 import base64
 import html
 import json
-import math
 import re
 import statistics
 import sys
@@ -26,6 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cohsim_results as cr  # noqa: E402
+from report_plots import (  # noqa: E402
+    change_from_nominal, group_stats, input_kind, nominal_value, param_values, plot_difference,
+    plot_headline_bars, plot_phases, plot_sweeps, plot_tornado, pyplot, runs_at, sort_key,
+    to_float)
 
 TOP_LINES = 5
 MD_WIDTH = 78  # report.md's paragraphs are wrapped to this (email)
@@ -127,42 +130,6 @@ def load_compare(data):
             "source": "compare.json"}
 
 
-# ------------------------------------------------------------ analysis ---
-
-def _sort_key(v):
-    n = cr.parse_number(v)
-    return (0, n, "") if n is not None else (1, 0.0, str(v))
-
-
-def param_values(runs, name, order=None):
-    """Values of a swept param present in runs: in the sweep's own order when
-    known (order: {name: [values]} from sweep.json), else sorted numerically."""
-    present = {r["params"].get(name, "") for r in runs}
-    given = [v for v in ((order or {}).get(name) or []) if v in present]
-    return given + sorted(present - set(given), key=_sort_key)
-
-
-def is_pow2_like(values):
-    """cpus-like: positive integers spanning >= 8x, most of them powers of two."""
-    nums = [cr.parse_number(v) for v in values]
-    if len(nums) < 3 or any(n is None or n <= 0 or n != int(n) for n in nums):
-        return False
-    pow2 = sum(1 for n in nums if int(n) & (int(n) - 1) == 0)
-    return max(nums) / min(nums) >= 8 and pow2 * 2 >= len(nums)
-
-
-def stats(values):
-    if not values:
-        return None
-    return {"min": min(values), "median": statistics.median(values),
-            "max": max(values), "n": len(values)}
-
-
-def group_stats(runs, variant, metric):
-    return stats([r["metrics"][metric] for r in runs
-                  if r["variant"] == variant and metric in r["metrics"]])
-
-
 def summary_point(data):
     """Params of the point summarised in tables: the largest value of each
     swept param (e.g. the most CPUs) when such runs exist."""
@@ -179,212 +146,6 @@ def summary_point(data):
     return dict(zip(swept, max(counts, key=counts.get)))
 
 
-def runs_at(runs, point):
-    return [r for r in runs if all(r["params"].get(n) == v for n, v in point.items())]
-
-
-# ------------------------------------------------------------ plots ---
-
-def _plt():
-    try:
-        import matplotlib
-    except ImportError:
-        raise InputError("report.py needs matplotlib: apt-get install python3-matplotlib "
-                         "and run it with /usr/bin/python3")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    plt.rcParams.update({"svg.hashsalt": "cohsim", "figure.dpi": 150, "font.size": 9})
-    return plt
-
-
-def _save(plt, fig, out_dir, stem, caption, plots, dpi=None):
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(str(out_dir / ("%s.%s" % (stem, ext))), format=ext, bbox_inches="tight",
-                    metadata={"Date": None} if ext == "svg" else None, dpi=dpi or "figure")
-    plt.close(fig)
-    plots.append((stem + ".png", caption))
-
-
-def _stem(text):
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "metric"
-
-
-def plot_sweeps(plt, data, metrics, out_dir, plots):
-    runs, swept = data["runs"], data["swept"]
-    xname, others = swept[0], swept[1:]
-    xs = param_values(runs, xname, data.get("order"))
-    nums = [cr.parse_number(x) for x in xs]
-    numeric = all(n is not None for n in nums)
-    log2 = numeric and is_pow2_like(xs)
-    combos = sorted({tuple(r["params"].get(n, "") for n in others) for r in runs},
-                    key=lambda c: [_sort_key(v) for v in c])
-    colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
-    styles = ["-", "--", ":", "-."]
-    for m in metrics:
-        fig, ax = plt.subplots(figsize=(6.4, 4.0))
-        for vi, variant in enumerate(data["variants"]):
-            for ci, combo in enumerate(combos):
-                pos, med, lo, hi = [], [], [], []
-                for i, x in enumerate(xs):
-                    pt = dict(zip(others, combo), **{xname: x})
-                    s = group_stats(runs_at(runs, pt), variant, m)
-                    if s:
-                        pos.append(nums[i] if numeric else i)
-                        med.append(s["median"])
-                        lo.append(s["min"])
-                        hi.append(s["max"])
-                if not pos:
-                    continue
-                label = variant + "".join(", %s=%s" % kv for kv in zip(others, combo))
-                line, = ax.plot(pos, med, marker="o", markersize=3, label=label,
-                                color=colors[vi % len(colors)],
-                                linestyle=styles[ci % len(styles)])
-                if any(a != b for a, b in zip(lo, hi)):
-                    ax.fill_between(pos, lo, hi, alpha=0.2, color=line.get_color(), linewidth=0)
-        if log2:
-            ax.set_xscale("log", base=2)
-        if numeric:
-            ax.set_xticks([n for n in nums])
-            ax.set_xticklabels(xs)
-            ax.minorticks_off()
-        else:
-            ax.set_xticks(range(len(xs)))
-            ax.set_xticklabels(xs)
-        ax.set_xlabel(xname)
-        ax.set_ylabel(m)
-        ax.set_title("%s vs %s" % (m, xname))
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-        _save(plt, fig, out_dir, "metric_" + _stem(m),
-              "%s vs %s (median, band = min..max over seeds)" % (m, xname), plots)
-
-
-def plot_headline_bars(plt, data, runs, variants, baseline, headline, where, out_dir, plots):
-    """One bar per variant for a headline metric: the median over seeds, error
-    bars from min to max, the baseline hatched and named, the axis from zero."""
-    m, unit = headline["metric"], headline.get("unit") or ""
-    shown = [(v, group_stats(runs, v, m)) for v in variants]
-    shown = [(v, s) for v, s in shown if s]
-    if not shown:
-        return
-    base = dict(shown).get(baseline)
-    fig, ax = plt.subplots(figsize=(6.4, 1.6 + 0.1 * len(shown) + 2.0))
-    med = [s["median"] for _, s in shown]
-    err = [[s["median"] - s["min"] for _, s in shown], [s["max"] - s["median"] for _, s in shown]]
-    bars = ax.bar(range(len(shown)), med, color=["#9a9a9a" if v == baseline else "#2a7ab0" for v, _ in shown],
-                  hatch=None, edgecolor="black", linewidth=0.6,
-                  yerr=err if any(s["n"] > 1 for _, s in shown) else None, capsize=4)
-    for bar, (v, s) in zip(bars, shown):
-        if v == baseline:
-            bar.set_hatch("//")
-        p = None if v == baseline or not base else cr.pct_diff(s["median"], base["median"])
-        ax.annotate(("%s\n(baseline)" % cr.fmt_num(s["median"])) if v == baseline
-                    else "%s\n%s" % (cr.fmt_num(s["median"]), cr.fmt_pct(p)),
-                    (bar.get_x() + bar.get_width() / 2, s["max"]), xytext=(0, 3),
-                    textcoords="offset points", ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(range(len(shown)))
-    ax.set_xticklabels([v + (" (baseline)" if v == baseline else "") for v, _ in shown])
-    ax.set_ylim(0, max(s["max"] for _, s in shown) * 1.25 or 1)
-    better = headline.get("lower_is_better")
-    ax.set_ylabel("%s%s%s" % (m, " (%s)" % unit if unit else "",
-                              "" if better is None else (", lower is better" if better else ", higher is better")))
-    nseeds = max(s["n"] for _, s in shown)
-    sets = ", ".join("%s=%s" % (k, cr.value_str(x)) for k, x in sorted((data.get("overrides") or {}).items()))
-    ax.set_title("%s: %s on %s%s%s" % (m, Path(str(data["scenario"])).stem, data.get("platform") or "?", where,
-                                       " (--set %s)" % sets if sets else ""), fontsize=9)
-    ax.grid(True, axis="y", alpha=0.3)
-    _save(plt, fig, out_dir, "bars_" + _stem(m),
-          "%s per variant%s (%s)" % (m, where, "median, error bars min..max over %d seeds" % nseeds
-                                      if nseeds > 1 else "one seed"), plots)
-
-
-def plot_difference(plt, diffs, baseline, where, out_dir, plots):
-    """Horizontal bars: percent difference of each variant's median to baseline."""
-    items = [(m, v, p) for m, v, p in diffs if p is not None]
-    if not items:
-        return
-    fig, ax = plt.subplots(figsize=(6.4, 1.0 + 0.28 * len(items)))
-    labels = ["%s (%s)" % (m, v) for m, v, _ in items]
-    vals = [p for _, _, p in items]
-    ax.barh(range(len(items)), vals, color=["#2a7ab0" if p >= 0 else "#c8553d" for p in vals])
-    ax.set_yticks(range(len(items)))
-    ax.set_yticklabels(labels)
-    ax.invert_yaxis()
-    ax.axvline(0, color="black", linewidth=0.8)
-    ax.set_xlabel("difference of median vs %s (%%)" % baseline)
-    ax.set_title("Difference vs %s%s" % (baseline, where))
-    ax.grid(True, axis="x", alpha=0.3)
-    _save(plt, fig, out_dir, "difference", "Difference of medians vs %s%s" % (baseline, where),
-          plots)
-
-
-TORNADO_BARS = 20  # the widest inputs per tornado; the table lists every input
-
-
-def plot_tornado(plt, sens, baseline, out_dir, plots):
-    # Bars are the change from each input's own nominal run, in %: screened
-    # inputs (short runs) and full-length ones share one axis that way. With
-    # several variants a second set of panels shows each difference to the
-    # baseline variant at each input's low/high end.
-    groups = {}
-    for s in sens:
-        groups.setdefault((s.get("metric", ""), s.get("variant", "")), []).append(s)
-    panels = []
-    for (metric, variant), items in groups.items():
-        full = [s for s in items if s.get("run", "full") == "full"]
-        panels.append(("Sensitivity of %s (nominal %s)" % (metric, cr.fmt_num(_center(full[0] if full else items[0]))),
-                       "change of %s from nominal (%%)%s" % (metric, "  [%s]" % variant if variant else ""),
-                       [(s, _change(s, "value_low"), _change(s, "value_high")) for s in items]))
-    base = {(s.get("metric"), s.get("param")): s for s in sens if s.get("variant") == baseline}
-    for (metric, variant), items in groups.items():
-        pairs = [(s, base.get((metric, s.get("param")))) for s in items if variant != baseline]
-        pairs = [(s, b) for s, b in pairs if b is not None]
-        if not pairs:
-            continue
-        nominal = cr.pct_diff(_center(pairs[0][0]), _center(pairs[0][1]))
-        bars = []
-        for s, b in pairs:
-            lo = cr.pct_diff(_num(s.get("value_low")), _num(b.get("value_low")))
-            hi = cr.pct_diff(_num(s.get("value_high")), _num(b.get("value_high")))
-            if None not in (lo, hi, nominal) and s.get("run", "full") == "full":
-                bars.append((s, lo - nominal, hi - nominal))
-        if bars:
-            panels.append(("Difference %s vs %s (nominal %s)" % (variant, baseline, cr.fmt_pct(nominal)),
-                           "%s: difference %s vs %s, change from nominal (points)" % (metric, variant, baseline),
-                           bars))
-    fig, axes = plt.subplots(len(panels), 1, squeeze=False,
-                             figsize=(6.4, sum(1.4 + 0.45 * min(len(p[2]), TORNADO_BARS) for p in panels)))
-    for ax, (title, xlabel, bars) in zip(axes[:, 0], panels):
-        shown = sorted(bars, key=lambda b: -abs(b[2] - b[1]))[:TORNADO_BARS]
-        for i, (s, lo, hi) in enumerate(shown):
-            ax.barh(i, lo, color="#c8553d", label="input low" if i == 0 else None)
-            ax.barh(i, hi, color="#2a7ab0", label="input high" if i == 0 else None)
-        ax.axvline(0, color="black", linewidth=0.8)
-        ax.set_yticks(range(len(shown)))
-        ax.set_yticklabels(["%s\n[%s] (%s .. %s)" % (s.get("param"), _kind(s), s.get("low"), s.get("high"))
-                            for s, _, _ in shown], fontsize=7)
-        ax.invert_yaxis()
-        ax.set_xlabel(xlabel)
-        ax.set_title(title + ("" if len(bars) <= TORNADO_BARS else ": the %d widest of %d inputs"
-                              % (TORNADO_BARS, len(bars))), fontsize=9)
-        ax.grid(True, axis="x", alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
-    _save(plt, fig, out_dir, "tornado", "Tornado: %s at each input's low/high end"
-          % ", ".join(sorted({m for m, _ in groups})), plots)
-
-
-def _kind(s):
-    """The input's kind (older files varied platform estimates only); screened ones say so."""
-    kind = s.get("kind") or "estimate"
-    return kind + (", screened" if s.get("run") == "screen" else "")
-
-
-def _change(s, key):
-    p = cr.pct_diff(_num(s.get(key)), _center(s))
-    return 0.0 if p is None or math.isnan(p) else p
-
-
 def _signed(v):
     """A difference with its sign: +12.5, -3, 0."""
     text = cr.fmt_num(v)
@@ -397,35 +158,8 @@ def _pct_or_na(v):
 
 
 def _swing(s):
-    return -abs(_change(s, "value_high") - _change(s, "value_low"))
+    return -abs(change_from_nominal(s, "value_high") - change_from_nominal(s, "value_low"))
 
-
-def _num(v):
-    n = None if v is None else cr.parse_number(v)
-    return float("nan") if n is None else n
-
-
-def _center(s):
-    b = s.get("baseline_value")
-    if b is not None and cr.parse_number(b) is not None:
-        return cr.parse_number(b)
-    return (_num(s.get("value_low")) + _num(s.get("value_high"))) / 2
-
-
-def plot_phases(plt, phase_names, table, variants, out_dir, plots):
-    fig, ax = plt.subplots(figsize=(6.4, 1.2 + 0.45 * len(variants)))
-    left = [0.0] * len(variants)
-    for ph in phase_names:
-        vals = [table[v].get(ph, 0.0) for v in variants]
-        ax.barh(range(len(variants)), vals, left=left, label=ph)
-        left = [a + b for a, b in zip(left, vals)]
-    ax.set_yticks(range(len(variants)))
-    ax.set_yticklabels(variants)
-    ax.invert_yaxis()
-    ax.set_xlabel("time (ns, median over seeds)")
-    ax.set_title("Time by phase")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    _save(plt, fig, out_dir, "phases", "Time by phase per variant", plots)
 
 
 # ------------------------------------------------------------ rendering ---
@@ -442,6 +176,19 @@ def md_table(headers, rows, aligns):
     return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
 
 
+def md_table_of(block):
+    """A ("table", headers, rows, aligns[, columns]) block in Markdown: the first COLUMNS
+    columns when given (the rest are in report.html only)."""
+    headers, rows, aligns = block[1:4]
+    n = block[4] if len(block) > 4 else len(headers)
+    return md_table(headers[:n], [r[:n] for r in rows], aligns[:n])
+
+
+def table_width(block):
+    """The width in characters of a table block in Markdown."""
+    return max(len(line) for line in md_table_of(block).splitlines())
+
+
 def to_markdown(blocks, plots):
     out = []
     for b in blocks:
@@ -449,17 +196,47 @@ def to_markdown(blocks, plots):
             out.append("# " + b[1])
         elif b[0] == "h2":
             out.append("## " + b[1])
-        elif b[0] == "p":  # wrapped for email (a code span is never split)
+        elif b[0] in ("p", "md_p"):  # wrapped for email (a code span is never split)
             out.append(textwrap.fill(b[1], MD_WIDTH, break_long_words=False, break_on_hyphens=False))
         elif b[0] == "ul":
             out.append("\n".join("- " + i for i in b[1]))
         elif b[0] == "table":
-            out.append(md_table(*b[1:]))
+            out.append(md_table_of(b))
     if plots:
         names = sorted({re.sub(r"_.*", "_*", p[:-4]) + ".png" for p, _ in plots})
         out.append(textwrap.fill("Plots: %d, inline in report.html; as PNG and SVG beside it (%s)."
                                  % (len(plots), ", ".join(names)), MD_WIDTH, break_long_words=False,
                                  break_on_hyphens=False))
+    return "\n\n".join(out) + "\n"
+
+
+def _plain(text):
+    return str(text).replace("`", "")
+
+
+def to_text(blocks, plots):
+    """report.txt: the Markdown's content as plain text for an email body: headings
+    underlined, no code marks, tables as aligned columns (the Markdown's columns)."""
+    out = []
+    for b in blocks:
+        if b[0] in ("h1", "h2"):
+            out.append("%s\n%s" % (_plain(b[1]), ("=" if b[0] == "h1" else "-") * len(_plain(b[1]))))
+        elif b[0] in ("p", "md_p"):
+            out.append(textwrap.fill(_plain(b[1]), MD_WIDTH, break_long_words=False,
+                                     break_on_hyphens=False))
+        elif b[0] == "ul":
+            out.append("\n".join(textwrap.fill(_plain(i), MD_WIDTH, initial_indent="- ",
+                                                subsequent_indent="  ") for i in b[1]))
+        elif b[0] == "table":
+            n = b[4] if len(b) > 4 else len(b[1])
+            cells = [[_plain(c) for c in r[:n]] for r in [b[1]] + b[2]]
+            w = [max(len(r[i]) for r in cells) for i in range(n)]
+            line = lambda r: "  ".join(c.rjust(w[i]) if b[3][i] == "r" else c.ljust(w[i])  # noqa: E731
+                                       for i, c in enumerate(r)).rstrip()
+            out.append("\n".join([line(cells[0]), "  ".join("-" * x for x in w)]
+                                 + [line(r) for r in cells[1:]]))
+    if plots:
+        out.append("Plots: %d, in report.html and as PNG and SVG beside it." % len(plots))
     return "\n\n".join(out) + "\n"
 
 
@@ -503,7 +280,7 @@ def to_html(blocks, plots, out_dir, title):
             out.extend(_figures(here, out_dir))
             placed.update(p[0] for p in here)
         elif b[0] == "table":
-            headers, rows, aligns = b[1:]
+            headers, rows, aligns = b[1:4]
             out.append("<table><tr>%s</tr>%s</table>" % (
                 "".join("<th>%s</th>" % _inline(h) for h in headers),
                 "".join("<tr>%s</tr>" % "".join(
@@ -519,10 +296,90 @@ def to_html(blocks, plots, out_dir, title):
 
 # ------------------------------------------------------------ report ---
 
-def build_report(data, out_dir, baseline=None, title=None):
-    """Write report.md, report.html and the plots for `data` (from load_csv or
-    load_compare) into out_dir. Returns {"md", "html", "plots": [png names]}."""
-    plt = _plt()
+CALIBRATION = cr.REPO_ROOT / "data" / "calibration.json"
+
+
+def _same_file(a, b):
+    return (cr.REPO_ROOT / str(a)).resolve() == (cr.REPO_ROOT / str(b)).resolve()
+
+
+def measured_rows(data, files):
+    """The measured rows (data/calibration.json and FILES, {"rows": [...]}) that a sweep's
+    plots can show: same scenario, the first swept parameter set, every other swept one
+    and every --set of the sweep the same. A row without "variant" fits every variant."""
+    xname, others = data["swept"][0], data["swept"][1:]
+    fixed = {k: cr.value_str(v) for k, v in (data.get("fixed") or {}).items()}
+    found = []
+    for f in [CALIBRATION] + [Path(x) for x in files or []]:
+        try:
+            doc = json.loads(Path(f).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise InputError("--measured %s: cannot read it as JSON: %s" % (f, e))
+        rows = doc.get("rows") if isinstance(doc, dict) else None
+        if not isinstance(rows, list):
+            raise InputError("--measured %s: expected {\"rows\": [...]} as in data/calibration.json" % f)
+        for r in rows:
+            sets = r.get("set") if isinstance(r, dict) else None
+            if (not isinstance(sets, dict) or xname not in sets or "derived" in r or "bound" in r
+                    or not isinstance(r.get("measured"), (int, float))
+                    or not _same_file(r.get("scenario", ""), data["scenario"])):
+                continue
+            sets = {k: cr.value_str(v) for k, v in sets.items()}
+            rest = {k: v for k, v in sets.items() if k != xname and k not in others}
+            if rest != fixed or any(n not in sets for n in others):
+                continue
+            found.append({"id": r.get("id", "?"), "variant": r.get("variant"), "metric": r.get("metric"),
+                          "x": sets[xname], "combo": {n: sets[n] for n in others},
+                          "value": float(r["measured"]), "tolerance_pct": float(r.get("tolerance_pct") or 0)})
+    return found
+
+
+def every_point_tables(data, metrics, variants, baseline, units, measured):
+    """One table per metric: a row per swept point, a column per variant (the others with
+    their difference to the baseline) and the measured value where a row gives one."""
+    runs, swept = data["runs"], data["swept"]
+    points = sorted({tuple(r["params"].get(n, "") for n in swept) for r in runs},
+                    key=lambda p: [param_values(runs, n, data.get("order")).index(v)
+                                   for n, v in zip(reversed(swept), reversed(p))])
+    nseeds = max(len({r["seed"] for r in runs_at(runs, dict(zip(swept, p)))}) for p in points)
+    blocks = []
+    for m in metrics:
+        here = [r for r in measured if r["metric"] == m]
+        rows = []
+        for p in points:
+            at = runs_at(runs, dict(zip(swept, p)))
+            base = group_stats(at, baseline, m)
+            cells = []
+            for v in variants:
+                s = group_stats(at, v, m)
+                cells.append("-" if not s else cr.fmt_num(s["median"]) if v == baseline or not base
+                             else "%s (%s)" % (cr.fmt_num(s["median"]),
+                                               cr.fmt_pct(cr.pct_diff(s["median"], base["median"]))))
+            if here:
+                fit = [r for r in here if r["x"] == p[0] and r["combo"] == dict(zip(swept[1:], p[1:]))]
+                cells.append(", ".join("%s ±%s%%" % (cr.fmt_num(r["value"]), cr.fmt_num(r["tolerance_pct"]))
+                                       for r in fit) or "-")
+            rows.append(list(p) + cells)
+        heads = list(swept) + [v + (" (base)" if v == baseline and len(variants) > 1 else "")
+                               for v in variants] + (["measured"] if here else [])
+        blocks += [("h2", "%s%s at every point" % (m, " (%s)" % units[m] if units.get(m) else "")),
+                   ("p", "Median%s; in brackets the difference to %s%s." % (
+                       " over %d seeds" % nseeds if nseeds > 1 else "", baseline,
+                       "; measured: data/calibration.json or --measured, with its tolerance"
+                       if here else "") if len(variants) > 1 or here else "Median%s." % (
+                       " over %d seeds" % nseeds if nseeds > 1 else "")),
+                   ("table", heads, rows, ["r"] * len(heads))]
+    return blocks
+
+
+def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measured_files=None):
+    """Write report.md, report.txt (plain text for email), report.html and the plots for `data` (from load_csv or
+    load_compare) into out_dir. A sweep's plots draw y on a log scale per LOG_Y
+    ("auto": where the values span more than 10x, "on", "off") and the measured
+    rows of data/calibration.json and MEASURED_FILES beside the model; their
+    series go to plot-data.json. Returns {"md", "html", "plots": [png names]}."""
+    plt = pyplot()
+    measured = measured_rows(data, measured_files) if data["swept"] else []  # bad file: no output
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     runs = data["runs"]
@@ -536,6 +393,7 @@ def build_report(data, out_dir, baseline=None, title=None):
     baseline = baseline or data.get("baseline") or variants[0]
     if baseline not in variants:
         raise InputError("baseline variant %r not among %s" % (baseline, ", ".join(variants)))
+    data["baseline"] = baseline
     others = [v for v in variants if v != baseline]
     present = {m for r in runs for m in r["metrics"]}
     headline = [h for h in (data.get("headline") or [])
@@ -545,7 +403,7 @@ def build_report(data, out_dir, baseline=None, title=None):
     point = summary_point(data)
     here = runs_at(runs, point)
     where = (" at " + ", ".join("%s=%s" % kv for kv in point.items())) if point else ""
-    seeds = sorted({str(r["seed"]) for r in runs}, key=_sort_key)
+    seeds = sorted({str(r["seed"]) for r in runs}, key=sort_key)
     title = title or "cohsim: %s" % Path(str(data["scenario"])).stem
 
     info = ["Scenario: `%s`" % data["scenario"]]
@@ -574,6 +432,7 @@ def build_report(data, out_dir, baseline=None, title=None):
     blocks = [("h1", title), ("ul", info)]
 
     multi = any((group_stats(here, v, m) or {}).get("n", 0) > 1 for v in variants for m in metrics)
+    swept = data["swept"]
     rows, diffs = {}, []
     for m in metrics:
         base = group_stats(here, baseline, m)
@@ -589,38 +448,28 @@ def build_report(data, out_dir, baseline=None, title=None):
             delta = ("base" if v == baseline else
                      _signed(s["median"] - base["median"]) if base else "-")
             label = "%s (%s)" % (m, units[m]) if units.get(m) else m
+            # a sweep's tables leave out the absolute difference: 80 columns for email
             rows.setdefault(m in units, []).append(
-                [label, v] + vals + ([delta, "base" if v == baseline else cr.fmt_pct(p)]
-                                     if others else []))
+                [label, v] + vals + ([] if not others else [delta] if not swept else [])
+                + (["base" if v == baseline else cr.fmt_pct(p)] if others else []))
     heads = (["metric", "variant"] + (["min", "median", "max"] if multi else ["value"])
-             + (["diff", "vs " + baseline] if others else []))
+             + (["diff"] if others and not swept else []) + (["vs " + baseline] if others else []))
     aligns = ["l", "l"] + ["r"] * (len(heads) - 2)
+    # a sweep plots and tabulates its headline metrics at every point (all of them when
+    # none is declared), never a swept parameter against itself
+    swept_metrics = [m for m in (list(units) if units else metrics) if m not in swept]
+    if swept:
+        blocks += every_point_tables(data, swept_metrics, variants, baseline, units, measured)
+        blocks.append(("figures", "metric_"))
     if units:
-        blocks += [("h2", "Headline metrics" + where), ("table", heads, rows.get(True, []), aligns)]
+        if not swept:
+            blocks += [("h2", "Headline metrics" + where), ("table", heads, rows.get(True, []), aligns)]
         if others:
             blocks.append(("figures", "bars_"))
         if rows.get(False):
             blocks += [("h2", "Other metrics" + where), ("table", heads, rows[False], aligns)]
     else:
         blocks += [("h2", "Results" + where), ("table", heads, rows.get(False, []), aligns)]
-
-    if data["swept"] and others:
-        xname, rest = data["swept"][0], {n: point[n] for n in data["swept"][1:]}
-        xs = param_values(runs, xname, data.get("order"))
-        trows = []
-        for m in metrics:
-            for v in others:
-                cells = []
-                for x in xs:
-                    sub = runs_at(runs, dict(rest, **{xname: x}))
-                    s, b = group_stats(sub, v, m), group_stats(sub, baseline, m)
-                    cells.append(cr.fmt_pct(cr.pct_diff(s["median"], b["median"]))
-                                 if s and b else "-")
-                trows.append([m if len(others) == 1 else "%s (%s)" % (m, v)] + cells)
-        label = "".join(", %s=%s" % kv for kv in rest.items())
-        blocks += [("h2", "Median difference vs %s by %s%s" % (baseline, xname, label)),
-                   ("table", ["metric"] + ["%s=%s" % (xname, x) for x in xs], trows,
-                    ["l"] + ["r"] * len(xs))]
 
     plots = []
     sens = [s for s in (data.get("sensitivity") or []) if isinstance(s, dict)]
@@ -637,13 +486,13 @@ def build_report(data, out_dir, baseline=None, title=None):
                        "= over the range its declaration gives; screened = short runs only."))
         srows = []
         for s in sorted(sens, key=_swing):
-            c = _center(s)
-            srows.append([s.get("param", ""), _kind(s), "%s .. %s" % (s.get("low"), s.get("high"))]
+            c = nominal_value(s)
+            srows.append([s.get("param", ""), input_kind(s), "%s .. %s" % (s.get("low"), s.get("high"))]
                          + ([] if same else [s.get("metric", ""), s.get("variant", "")])
                          + [cr.fmt_num(s.get("value_low")), cr.fmt_num(c),
                             cr.fmt_num(s.get("value_high")),
-                            cr.fmt_pct(cr.pct_diff(_num(s.get("value_low")), c)),
-                            cr.fmt_pct(cr.pct_diff(_num(s.get("value_high")), c))])
+                            cr.fmt_pct(cr.pct_diff(to_float(s.get("value_low")), c)),
+                            cr.fmt_pct(cr.pct_diff(to_float(s.get("value_high")), c))])
         heads = ["input", "kind", "range"] + ([] if same else ["metric", "variant"])
         blocks.append(("table", heads + ["at low", "nominal", "at high", "low", "high"],
                        srows, ["l"] * len(heads) + ["r"] * 5))
@@ -676,11 +525,17 @@ def build_report(data, out_dir, baseline=None, title=None):
     if crows:
         keys = sorted({k for *_, p in crows for k in p})
         keys = keys if len(keys) <= 4 and keys != ["total"] else []
-        blocks += [("h2", "Top contended lines" + where),
-                   ("table", ["variant", "line", "home", "transfers"] + keys,
-                    [[v, "`%s`" % s, h, cr.fmt_num(sum(p.values()))]
-                     + [cr.fmt_num(p.get(k, 0)) for k in keys] for v, s, h, p in crows],
-                    ["l", "l", "r", "r"] + ["r"] * len(keys))]
+
+        table = ("table", ["variant", "line", "home", "transfers"] + keys,
+                 [[v, "`%s`" % s, h, cr.fmt_num(sum(p.values()))]
+                  + [cr.fmt_num(p.get(k, 0)) for k in keys] for v, s, h, p in crows],
+                 ["l", "l", "r", "r"] + ["r"] * len(keys))
+        blocks.append(("h2", "Top contended lines" + where))
+        if keys and table_width(table) > MD_WIDTH + 2:  # for email, the split by hop class goes
+            table += (4,)
+            blocks.append(("md_p", "Transfers in total; by hop class (%s) in report.html."
+                           % ", ".join(keys)))
+        blocks.append(table)
 
     phase_names, ptable = [], {}
     for v in variants:
@@ -712,7 +567,9 @@ def build_report(data, out_dir, baseline=None, title=None):
         for h in headline:
             plot_headline_bars(plt, data, here, variants, baseline, h, where, out_dir, plots)
     if data["swept"]:
-        plot_sweeps(plt, data, metrics, out_dir, plots)
+        plot_data = plot_sweeps(plt, data, swept_metrics, {h["metric"]: h for h in headline},
+                                measured, log_y, out_dir, plots)
+        cr.atomic_write_text(out_dir / "plot-data.json", json.dumps(plot_data, indent=1) + "\n")
     if others:
         plot_difference(plt, diffs, baseline, where, out_dir, plots)
     if ptable:
@@ -720,13 +577,15 @@ def build_report(data, out_dir, baseline=None, title=None):
 
     md = out_dir / "report.md"
     cr.atomic_write_text(md, to_markdown(blocks, plots))
+    cr.atomic_write_text(out_dir / "report.txt", to_text(blocks, plots))
     page = out_dir / "report.html"
     cr.atomic_write_text(page, to_html(blocks, plots, out_dir, title))
     return {"md": md, "html": page, "plots": [p for p, _ in plots]}
 
 
-def report_from_csv(csv_path, out_dir, baseline=None, title=None):
-    return build_report(load_csv(csv_path), out_dir, baseline, title)
+def report_from_csv(csv_path, out_dir, baseline=None, title=None, log_y="auto", measured_files=None):
+    """The report of a sweep's results.csv (see build_report)."""
+    return build_report(load_csv(csv_path), out_dir, baseline, title, log_y, measured_files)
 
 
 def report_from_compare_json(path, out_dir, baseline=None, title=None):
@@ -750,6 +609,11 @@ def main(argv=None):
     ap.add_argument("--baseline", metavar="VARIANT",
                     help="variant to compare against (default: compare.json's, else the first)")
     ap.add_argument("--title", metavar="T", help="report title")
+    ap.add_argument("--log-y", choices=("auto", "on", "off"), default="auto",
+                    help="sweep plots: y on a log scale (auto: where the values span more than 10x)")
+    ap.add_argument("--measured", metavar="FILE", action="append", default=[],
+                    help="sweep plots: measured rows to draw beside the model, in data/calibration.json's "
+                         "format (that file is always read); repeatable")
     ap.add_argument("--quiet", action="store_true",
                     help="print nothing on success (cohsim, which stages the files, says where they went)")
     args = ap.parse_args(argv)
@@ -762,14 +626,14 @@ def main(argv=None):
             import report_validate
             res = report_validate.report_from_validate_json(src, out, args.title)
         elif args.csv:
-            res = report_from_csv(src, out, args.baseline, args.title)
+            res = report_from_csv(src, out, args.baseline, args.title, args.log_y, args.measured)
         else:
             res = report_from_compare_json(src, out, args.baseline, args.title)
     except InputError as e:
         sys.stderr.write("report.py: error: %s\n" % e)
         return 2
     if not args.quiet:
-        sys.stderr.write("wrote %s, %s and %d plot(s) (PNG + SVG) in %s\n"
+        sys.stderr.write("wrote %s, report.txt, %s and %d plot(s) (PNG + SVG) in %s\n"
                          % (res["md"].name, res["html"].name, len(res["plots"]), out))
     return 0
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import cohsim_results as cr
 import report
+import report_plots
 
 STATUS_COLORS = {"ok": "#2a9d4a", "known miss": "#e09a20", "MISS": "#d03030"}
 OTHER_COLOR = "#7a3fb0"  # NOW FITS, MOVED, ERROR: a row the validation fails for another reason
@@ -97,7 +98,7 @@ def plot_parity(plt, rows, out_dir, plots):
                "accepts (for a lower bound, everything above its lower end); the number keys the row.")
     if left_out:
         caption += " Not shown (no positive prediction): %s." % ", ".join(r["id"] for r in left_out)
-    report._save(plt, fig, out_dir, "parity", caption, plots, dpi=DPI)
+    report_plots.save_figure(plt, fig, out_dir, "parity", caption, plots, dpi=DPI)
 
 
 def plot_errors(plt, rows, out_dir, plots):
@@ -132,8 +133,9 @@ def plot_errors(plt, rows, out_dir, plots):
     ax.set_xlabel("error = (predicted - measured) / measured (%)")
     ax.set_title("Error of each row; grey: the errors its tolerance accepts")
     ax.grid(True, axis="x", alpha=0.3)
-    report._save(plt, fig, out_dir, "errors", "Error of each row (bar, coloured by status) and the errors its "
-                 "tolerance accepts (grey; a lower bound's runs to the right edge).", plots, dpi=DPI)
+    report_plots.save_figure(plt, fig, out_dir, "errors",
+                             "Error of each row (bar, coloured by status) and the errors its tolerance "
+                             "accepts (grey; a lower bound's runs to the right edge).", plots, dpi=DPI)
 
 
 def report_from_validate_json(path, out_dir, title=None):
@@ -146,7 +148,7 @@ def report_from_validate_json(path, out_dir, title=None):
         text = md.read_text(encoding="utf-8")
     except OSError as e:
         raise cr.InputError("cannot read %s (cohsim validate --report writes it): %s" % (md, e))
-    plt = report._plt()
+    plt = report_plots.pyplot()
     out_dir.mkdir(parents=True, exist_ok=True)
     plots = []
     plot_parity(plt, rows, out_dir, plots)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what cohsim needs from Debian's packages. Idempotent; quiet when
 # everything is already there. Run as root (or with sudo available).
+# chromium: the report's browser test; parallel: the multi-host sweep test.
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
@@ -8,6 +9,7 @@ packages=(
   libbenchmark-dev libsystemc-dev
   python3 python3-matplotlib python3-jsonschema
   clang libclang-rt-14-dev
+  chromium parallel
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -19,6 +19,7 @@ sys.path.insert(0, str(SCRIPTS))
 
 import cohsim_results as cr  # noqa: E402
 import report  # noqa: E402
+import report_plots  # noqa: E402
 
 try:
     import matplotlib  # noqa: F401
@@ -43,13 +44,20 @@ class FormatTest(unittest.TestCase):
         self.assertEqual(cr.fmt_pct(cr.pct_diff(1, 0)), "n/a")
         self.assertEqual(cr.fmt_pct(cr.pct_diff(0, 0)), "n/a")  # not defined, never 0 %
 
+    def test_log_y_when_the_values_span_more_than_ten_times_or_when_asked(self):
+        self.assertTrue(report_plots.use_log_y([5200, 453000], "auto"))
+        self.assertFalse(report_plots.use_log_y([100, 1000], "auto"))   # 10x exactly: linear
+        self.assertFalse(report_plots.use_log_y([0, 1, 1000], "auto"))  # a zero cannot be drawn
+        self.assertFalse(report_plots.use_log_y([5200, 453000], "off"))
+        self.assertTrue(report_plots.use_log_y([100, 200], "on"))
+
     def test_parse_number_and_log2_axis(self):
         self.assertEqual(cr.parse_number("34ns"), 34.0)
         self.assertEqual(cr.parse_number("2us"), 2000.0)
         self.assertIsNone(cr.parse_number("fast"))
-        self.assertTrue(report.is_pow2_like(["2", "4", "8", "16", "32", "64", "96"]))
-        self.assertFalse(report.is_pow2_like(["10", "20", "30"]))
-        self.assertFalse(report.is_pow2_like(["a", "b", "c"]))
+        self.assertTrue(report_plots.is_pow2_like(["2", "4", "8", "16", "32", "64", "96"]))
+        self.assertFalse(report_plots.is_pow2_like(["10", "20", "30"]))
+        self.assertFalse(report_plots.is_pow2_like(["a", "b", "c"]))
 
 
 class ReportCase(unittest.TestCase):
@@ -96,11 +104,73 @@ class CsvReportTest(ReportCase):
         self.assertIn("baseline: cmpxchg", md)
         self.assertIn("Failed or missing runs: 1", md)
         self.assertIn("## Results at cpus=96", md)
-        # baseline row, then the other variant with min/median/max and the difference
-        self.assertRegex(md, r"\| acquire_ns\.p50 +\| cmpxchg +\| +1534 \| +1553 \| +1571 \| +base \| +base \|")
-        self.assertRegex(md, r"\| acquire_ns\.p50 +\| fetch-add +\| +1097 \| +1097 \| +1097 \| +-455\.9 \| +-29\.4% \|")
-        self.assertIn("## Median difference vs cmpxchg by cpus", md)
+        # baseline row, then the other variant with min/median/max and the difference in %
+        # (a sweep leaves the absolute difference out: 80 columns for email)
+        self.assertRegex(md, r"\| acquire_ns\.p50 +\| cmpxchg +\| +1534 \| +1553 \| +1571 \| +base \|")
+        self.assertRegex(md, r"\| acquire_ns\.p50 +\| fetch-add +\| +1097 \| +1097 \| +1097 \| +-29\.4% \|")
         self.assertIn("<figure><img", html)
+        self.assertLessEqual(max(len(l) for l in md.splitlines()), 80)
+
+    def test_a_sweep_report_tabulates_every_point(self):
+        out = self.tmp / "rep"
+        md = report.report_from_csv(FIXTURES / "sweep_results.csv", out)["md"].read_text()
+        table = md.split("## ops_per_us at every point\n")[1].split("\n\n## ")[0]
+        self.assertIn("Median over 2 seeds; in brackets the difference to cmpxchg.", table)
+        rows = [[c.strip() for c in l.strip("|").split("|")] for l in table.splitlines()
+                if l.startswith("|")]
+        self.assertEqual(rows[0], ["cpus", "cmpxchg (base)", "fetch-add"])
+        self.assertEqual([r[0] for r in rows[2:]], ["2", "4", "8", "16", "32", "64", "96"])
+        self.assertEqual(rows[2], ["2", "21.21", "21.98 (+3.61%)"])
+        self.assertEqual(rows[8], ["96", "2.902", "3.785 (+30.4%)"])
+        for metric in ("acquire_ns.p50", "acquire_ns.p99", "remote_transfers"):
+            self.assertIn("## %s at every point" % metric, md)
+        # the same tables in plain text for an email body
+        text = (out / "report.txt").read_text()
+        self.assertIn("ops_per_us at every point\n-------------------------\n", text)
+        self.assertRegex(text, r"\n  96  +2\.902  +3\.785 \(\+30\.4%\)\n")
+        self.assertNotIn("|", text)
+        self.assertNotIn("`", text)
+        self.assertLessEqual(max(len(l) for l in text.splitlines()), 80)
+
+    def test_measured_rows_are_drawn_beside_the_model_with_their_tolerance(self):
+        # the SMMU rows of data/calibration.json, and one more from --measured
+        csv = self.tmp / "smmu" / "results.csv"
+        csv.parent.mkdir()
+        model = {"2": 400400, "4": 386550, "8": 304800, "16": 152400, "32": 26988, "64": 8419,
+                 "96": 6198}
+        csv.write_text("scenario,variant,seed,param.cpus,metric.cpus,metric.ops_per_cpu_per_s,status\n"
+                       + "".join("configs/scenarios/smmu-kunpeng920.json,cmpxchg,1,%s,%s,%s,ok\n"
+                                 % (c, c, v) for c, v in model.items()))
+        extra = self.tmp / "more.json"
+        extra.write_text(json.dumps({"rows": [
+            {"id": "mine", "scenario": "configs/scenarios/smmu-kunpeng920.json", "set": {"cpus": 32},
+             "metric": "ops_per_cpu_per_s", "measured": 30000, "tolerance_pct": 10},
+            {"id": "other-set", "scenario": "configs/scenarios/smmu-kunpeng920.json",
+             "set": {"cpus": 32, "duration": "1ms"}, "metric": "ops_per_cpu_per_s", "measured": 1}]}))
+        out = self.tmp / "rep"
+        r = subprocess.run([sys.executable, str(SCRIPTS / "report.py"), str(csv), "--out", str(out),
+                            "--measured", str(extra)], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        plots = json.loads((out / "plot-data.json").read_text())
+        self.assertEqual([p["metric"] for p in plots], ["ops_per_cpu_per_s"])  # not cpus vs cpus
+        self.assertTrue(plots[0]["log_x"] and plots[0]["log_y"])
+        model_series, measured = plots[0]["series"]
+        self.assertEqual(model_series["y"], list(model.values()))
+        self.assertEqual(measured["kind"], "measured")
+        self.assertEqual(measured["rows"], ["kp920.smmu.cmpxchg.cpus%s" % c for c in model] + ["mine"])
+        self.assertEqual(measured["y"], [453000, 409000, 295000, 157000, 33600, 9500, 5200, 30000])
+        self.assertEqual(measured["tolerance_pct"], [25] * 7 + [10])
+        self.assertEqual(measured["high"][0], 453000 * 1.25)
+        md = (out / "report.md").read_text()
+        self.assertRegex(md, r"\| +32 \| +26988 \| +33600 ±25%, 30000 ±10% \|")
+        bad = self.tmp / "bad.json"
+        bad.write_text("[1]")
+        r = subprocess.run([sys.executable, str(SCRIPTS / "report.py"), str(csv), "--out",
+                            str(self.tmp / "rep2"), "--measured", str(bad)],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("bad.json: expected {\"rows\": [...]}", r.stderr)
+        self.assertFalse((self.tmp / "rep2").exists())
 
     def test_baseline_option_and_errors(self):
         out = self.tmp / "rep"

@@ -304,6 +304,43 @@ class MultiMachineTest(SweepCase):
                        "--out", str(out), "--emit-joblist", str(jobs))
         self.assertEqual(len(jobs.read_text().splitlines()), 1)
 
+    @unittest.skipUnless(REAL.exists(), "build/release/cohsim not built")
+    def test_the_joblist_run_by_gnu_parallel_then_collected_matches_a_local_sweep(self):
+        parallel = shutil.which("parallel")
+        version = subprocess.run([parallel, "--version"], capture_output=True, text=True,
+                                 stdin=subprocess.DEVNULL).stdout if parallel else ""
+        self.assertIn("GNU parallel", version, "GNU parallel is not installed (moreutils' parallel "
+                      "is another program): apt-get install parallel (scripts/setup.sh does)")
+        c2c = str(REPO / "configs" / "scenarios" / "c2c-kunpeng920.json")
+        # from CPU 24 (die 1) to its cluster, to die 0 and to the other socket
+        grid = [c2c, "--param", "cpu_b=1,26,48", "--set", "cpu_a=24", "--set", "rounds=200",
+                "--cohsim", str(REAL), "-q"]
+        run = lambda *a: subprocess.run([sys.executable, str(SCRIPTS / "sweep.py"), *a],
+                                        capture_output=True, text=True, timeout=120)
+        local, multi, jobs = self.tmp / "local", self.tmp / "multi", self.tmp / "jobs.txt"
+        r = run(*grid, "--out", str(local))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run(*grid, "--out", str(multi), "--emit-joblist", str(jobs))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(jobs.read_text().splitlines()), 3)
+        # ":" is this machine in parallel's list of logins (no ssh), with two job slots.
+        with open(jobs) as job_lines:
+            r = subprocess.run([parallel, "--will-cite", "--sshlogin", "2/:", "--halt", "now,fail=1",
+                                "--joblog", str(self.tmp / "jobs.log")], stdin=job_lines,
+                               capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(list((multi / "points").glob("*.json"))), 3)
+        r = run("--collect", str(multi))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        local_header, local_rows = read_csv(local / "results.csv")
+        multi_header, multi_rows = read_csv(multi / "results.csv")
+        self.assertEqual(multi_header, local_header)
+        self.assertIn("metric.one_way_ns", multi_header)
+        self.assertEqual(multi_rows, local_rows)
+        self.assertEqual([(r["param.cpu_b"], r["metric.one_way_ns"]) for r in multi_rows],
+                         [("1", "87.85"), ("26", "34.5"), ("48", "158.6")])
+        self.assertEqual({r["status"] for r in multi_rows}, {"ok"})
+
     def test_emit_joblist_default_binary_is_repo_relative(self):
         # A real scenario: where the default binary is built, sweep.py checks the names with it.
         self.scenario = REPO / "configs" / "scenarios" / "c2c-kunpeng920.json"
