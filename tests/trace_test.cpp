@@ -104,3 +104,14 @@ TEST_CASE("two traced runs of the same scenario and seed write identical bytes",
   REQUIRE(json::parse(a)["traceEvents"].size() > 100);
   CHECK(a == file_bytes(dir.file("b.json")));
 }
+
+TEST_CASE("a trace without events is written and the user is told why it is empty", "[trace]") {
+  TempDir dir;
+  const auto r = run_cli(fmt::format("run {} --trace {} --trace-window 1s:2s",
+                                     source_path("configs/scenarios/smmu-kunpeng920.json"), dir.file("t.json")));
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("the trace holds no events"));
+  const json trace = json::parse(file_bytes(dir.file("t.json")));
+  CHECK(tracks_with_events(trace).empty());
+  CHECK(metadata_names(trace, "thread_name").empty());
+}

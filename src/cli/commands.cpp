@@ -140,7 +140,10 @@ RunOutput run_scenario(const std::string& path, const std::string& variant,
     run.machine().sim().set_tracer(nullptr);
     name_trace(*tracer, path, variant, run.machine());
     constexpr std::uint64_t kWarnBytes = 100ull << 20;
-    if (tracer->bytes_estimate() > kWarnBytes)
+    if (tracer->events() == 0)
+      spdlog::warn("the trace holds no events: the window misses the run, or nothing traced happened (traced are "
+                   "kernel functions, barriers, waits, interrupts, IPIs and line transfers forwarded by a home)");
+    else if (tracer->bytes_estimate() > kWarnBytes)
       spdlog::warn("the trace is about {} MB ({} events): narrow it with --trace-window FROM:TO",
                    tracer->bytes_estimate() >> 20, tracer->events());
     write_file_atomically(trace->file, tracer->to_json());
