@@ -33,7 +33,11 @@ class C2c : public scenario::Workload {
   Results run() override {
     Results r;
     r.add("one_way_ns", measure(cpu_a_, cpu_b_));
-    r.add("hop_class", static_cast<double>(m_.topology().hop_class(cpu_a_, cpu_b_)));
+    const topo::HopClass pair_class = m_.topology().hop_class(cpu_a_, cpu_b_);
+    // The metric is the class's index (nearest first) for sweeps and compares;
+    // the results' "pair" names it.
+    r.add("hop_class", static_cast<double>(pair_class));
+    r.extra["pair"] = {{"cpu_a", cpu_a_}, {"cpu_b", cpu_b_}, {"hop_class", topo::hop_class_name(pair_class)}};
     if (matrix_) {
       for (int c = 0; c < topo::kHopClasses; ++c) {
         auto cls = static_cast<topo::HopClass>(c);

@@ -98,6 +98,29 @@ std::string format_metrics(const scenario::Results& r) {
   return out;
 }
 
+namespace {
+/// Names the trace's process (scenario, variant, platform) and its tracks: CPUs
+/// by number and place, devices by their endpoint names.
+void name_trace(sim::Tracer& tracer, const std::string& scenario_path, const std::string& named_variant,
+                scenario::Machine& machine) {
+  const std::string scenario = std::filesystem::path(scenario_path).stem().string();
+  tracer.name_process(named_variant.empty()
+                          ? fmt::format("cohsim: {} on {}", scenario, machine.name())
+                          : fmt::format("cohsim: {} ({}) on {}", scenario, named_variant, machine.name()));
+  const topo::Topology& topology = machine.topology();
+  for (int c = 0; c < machine.cpu_count(); ++c) {
+    const topo::CpuPlace& at = topology.cpu(c);
+    const std::string thread =
+        topology.threads_per_core() > 1 ? fmt::format(" core {} thread {}", at.core, at.thread) : "";
+    tracer.name_track(machine.interconnect().cpu_endpoint(c),
+                      fmt::format("cpu {} (socket {} die {} cluster {}{})", c, at.socket, at.die, at.cluster, thread));
+  }
+  const auto& icn = machine.interconnect();
+  for (int ep = machine.cpu_count(); ep < static_cast<int>(icn.endpoint_count()); ++ep)
+    tracer.name_track(ep, icn.endpoint(ep).name);
+}
+}  // namespace
+
 RunOutput run_scenario(const std::string& path, const std::string& variant,
                        const std::vector<scenario::Override>& overrides, std::optional<std::uint64_t> seed,
                        bool progress, const TraceOptions* trace, const std::string& platform_file) {
@@ -109,22 +132,22 @@ RunOutput run_scenario(const std::string& path, const std::string& variant,
   std::unique_ptr<sim::Tracer> tracer;
   if (trace != nullptr && !trace->file.empty()) {
     tracer = std::make_unique<sim::Tracer>(trace->from, trace->to);
-    auto& icn = run.machine().interconnect();
-    for (int c = 0; c < run.machine().cpu_count(); ++c) tracer->name_track(c, fmt::format("cpu{}", c));
     run.machine().sim().set_tracer(tracer.get());
-    scenario::Results r0 = run.execute();
-    for (int ep = run.machine().cpu_count(); ep < static_cast<int>(icn.endpoint_count()); ++ep)
-      tracer->name_track(ep, icn.endpoint(ep).name);
-    run.machine().sim().set_tracer(nullptr);
-    constexpr std::uint64_t kWarnBytes = 100ull << 20;
-    if (tracer->bytes_estimate() > kWarnBytes)
-      spdlog::warn("the trace is about {} MB ({} events): narrow it with --trace-window FROM:TO",
-                   tracer->bytes_estimate() >> 20, tracer->events());
-    write_file_atomically(trace->file, tracer->to_json());
-    return finish_run(path, s, variant, run, r0, used_seed, overrides, wall0);
   }
   scenario::Results r = run.execute();
   if (progress && ::isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%60s\r", "");
+  if (tracer) {
+    run.machine().sim().set_tracer(nullptr);
+    name_trace(*tracer, path, variant, run.machine());
+    constexpr std::uint64_t kWarnBytes = 100ull << 20;
+    if (tracer->events() == 0)
+      spdlog::warn("the trace holds no events: the window misses the run, or nothing traced happened (traced are "
+                   "kernel functions, barriers, waits, interrupts, IPIs and line transfers forwarded by a home)");
+    else if (tracer->bytes_estimate() > kWarnBytes)
+      spdlog::warn("the trace is about {} MB ({} events): narrow it with --trace-window FROM:TO",
+                   tracer->bytes_estimate() >> 20, tracer->events());
+    write_file_atomically(trace->file, tracer->to_json());
+  }
   return finish_run(path, s, variant, run, r, used_seed, overrides, wall0);
 }
 

@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <set>
 #include <nlohmann/json.hpp>
 
 namespace cohsim::sim {
-
-void Tracer::name_track(int track, std::string name) { names_.emplace_back(track, std::move(name)); }
 
 void Tracer::add(Event e) {
   bytes_ += 90 + e.name.size() + e.cat.size();
@@ -33,8 +32,17 @@ void Tracer::instant(int track, std::string_view name, Tick t) {
 std::string Tracer::to_json() const {
   using nlohmann::json;
   json events = json::array();
-  for (const auto& [track, name] : names_)
+  events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", 1}, {"args", {{"name", process_name_}}}});
+  std::set<int> tracks_with_events;
+  for (const Event& e : events_) tracks_with_events.insert(e.track);
+  for (int track : tracks_with_events) {
+    auto named = track_names_.find(track);
+    const std::string name = named != track_names_.end() ? named->second : fmt::format("track {}", track);
     events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", track}, {"args", {{"name", name}}}});
+    // chrome://tracing orders tracks by this (else by name: "cpu 10" before "cpu 2").
+    events.push_back(
+        {{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", 1}, {"tid", track}, {"args", {{"sort_index", track}}}});
+  }
   // Sorted by time (then insertion): viewers need flow ends after their starts.
   std::vector<std::size_t> order(events_.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;

@@ -1,9 +1,11 @@
 // Timeline traces in Chrome trace-event JSON (opens in Perfetto / chrome://tracing):
 // a track per CPU and per device, slices for kernel functions and waits, flow
-// arrows for IPIs and cache-line transfers. Bounded by a time window.
+// arrows for IPIs and cache-line transfers. Bounded by a time window. Only
+// tracks that have events are written, each under its name.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,8 +18,11 @@ class Tracer {
  public:
   /// Records only what overlaps [from, to].
   Tracer(Tick from = 0, Tick to = kNever) : from_(from), to_(to) {}
-  /// Names a track (tid); CPUs use their number, devices 10000 + k.
-  void name_track(int track, std::string name);
+  /// Names the trace's one process (viewers show it instead of "Process 1").
+  void name_process(std::string name) { process_name_ = std::move(name); }
+  /// Names a track (tid: a CPU's or a device's interconnect endpoint); a later
+  /// name replaces an earlier one. Tracks without events are not written.
+  void name_track(int track, std::string name) { track_names_[track] = std::move(name); }
   /// A complete slice on `track` from `begin` to `end`.
   void slice(int track, std::string_view name, std::string_view category, Tick begin, Tick end);
   /// An arrow from (from_track, t0) to (to_track, t1), e.g. an IPI or a line transfer.
@@ -27,7 +32,8 @@ class Tracer {
   /// Approximate size of the JSON that write() would produce.
   std::uint64_t bytes_estimate() const { return bytes_; }
   std::size_t events() const { return events_.size(); }
-  /// The trace as JSON text ({"traceEvents": [...], "displayTimeUnit": "ns"}).
+  /// The trace as JSON text ({"traceEvents": [...], "displayTimeUnit": "ns"}): the
+  /// process's name, then each track with events (ascending) named, then the events by time.
   std::string to_json() const;
 
  private:
@@ -44,7 +50,8 @@ class Tracer {
   void add(Event e);
   Tick from_, to_;
   std::vector<Event> events_;
-  std::vector<std::pair<int, std::string>> names_;
+  std::string process_name_ = "cohsim";
+  std::map<int, std::string> track_names_;
   std::uint64_t next_flow_ = 1;
   std::uint64_t bytes_ = 64;
 };
