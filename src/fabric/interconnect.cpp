@@ -101,8 +101,7 @@ std::string Interconnect::step_name(const Step& s) const {
 int Interconnect::link_id(HopClass c, const std::string& name) {
   auto [it, inserted] = link_ids_.try_emplace(name, static_cast<int>(links_.size()));
   if (inserted) {
-    links_.push_back(Link{c, name});
-    links_.back().ports.resize(static_cast<std::size_t>(ports(c)));
+    links_.push_back(Link{.cls = c, .name = name, .ports = std::vector<LinkTimeline>(static_cast<std::size_t>(ports(c)))});
   }
   return it->second;
 }
