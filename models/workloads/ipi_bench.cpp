@@ -166,7 +166,8 @@ class IpiBench : public scenario::Workload {
       for (int r = 0; r < warmup_ + rounds_; ++r) {
         if (r == warmup_) window.open(m_.sim().now());
         // For the progress line: the end, extrapolated from the rounds done.
-        if (r > 0) m_.sim().set_expected_end(m_.sim().now() / static_cast<Tick>(r) * static_cast<Tick>(warmup_ + rounds_));
+        if (r > 0)
+          m_.sim().set_expected_end(m_.sim().now() / static_cast<Tick>(r) * static_cast<Tick>(warmup_ + rounds_));
         for (int target : targets_) {
           const Tick t0 = m_.sim().now();
           for (fabric::Addr g : globals) co_await c.store(g, 8, static_cast<std::uint64_t>(r));

@@ -90,6 +90,9 @@ std::string format_metrics(const scenario::Results& r) {
   for (const auto& [k, v] : r.metrics) width = std::max(width, k.size());
   std::string out;
   for (const auto& [k, v] : r.metrics) out += fmt::format("  {:<{}}  {:>14.6g}\n", k, width, v);
+  if (auto pair = r.extra.find("pair"); pair != r.extra.end() && pair->contains("hop_class"))  // c2c: the class by name
+    out += fmt::format("  (cpu {} -> cpu {}: hop class {})\n", (*pair)["cpu_a"].dump(), (*pair)["cpu_b"].dump(),
+                       (*pair)["hop_class"].get<std::string>());
   if (!r.failures.empty()) {
     out += fmt::format("  INCORRECT: {} failure(s); the metrics above cover the operations that completed\n",
                        r.failures.size());
