@@ -87,7 +87,8 @@ TEST_CASE("compare --set of a key any variant sets is refused naming each such v
   auto allowed = run_cli(fmt::format("compare {} --set rounds=7 --override-variant -q --json {}", quoted(scen), quoted(out)));
   INFO(allowed.output);
   REQUIRE(allowed.exit_code == 0);
-  for (const auto& r : results_of(out)["runs"]) CHECK(r["params"]["rounds"] == 7);
+  const json results = results_of(out);  // (a range-for over a temporary's member would outlive it)
+  for (const auto& r : results["runs"]) CHECK(r["params"]["rounds"] == 7);
 }
 
 TEST_CASE("a variant overrides a platform value: the run uses it and its source names the variant", "[cli][variants]") {
