@@ -111,14 +111,14 @@ void name_trace(sim::Tracer& tracer, const std::string& scenario_path, const std
                           ? fmt::format("cohsim: {} on {}", scenario, machine.name())
                           : fmt::format("cohsim: {} ({}) on {}", scenario, named_variant, machine.name()));
   const topo::Topology& topology = machine.topology();
+  const auto& icn = machine.interconnect();
   for (int c = 0; c < machine.cpu_count(); ++c) {
     const topo::CpuPlace& at = topology.cpu(c);
     const std::string thread =
         topology.threads_per_core() > 1 ? fmt::format(" core {} thread {}", at.core, at.thread) : "";
-    tracer.name_track(machine.interconnect().cpu_endpoint(c),
+    tracer.name_track(icn.cpu_endpoint(c),
                       fmt::format("cpu {} (socket {} die {} cluster {}{})", c, at.socket, at.die, at.cluster, thread));
   }
-  const auto& icn = machine.interconnect();
   for (int ep = machine.cpu_count(); ep < static_cast<int>(icn.endpoint_count()); ++ep)
     tracer.name_track(ep, icn.endpoint(ep).name);
 }

@@ -56,13 +56,12 @@ CpuParams::CpuParams(config::Reader r) {
                     "beyond the round trip to it",
              .def = "0",
              .max = 1e6});
-  }
-  if (arch == "arm64" || r.schema_mode())
     outer_shareable_is_full_system = r.boolean(
         "outer_shareable_is_full_system",
         Spec{.doc = "arm64: the outer-shareable domain reaches every observer, so dsb osh* waits for the home's "
                     "acknowledgement like dsb sy (false: osh barriers wait only for inner-shareable completion and "
                     "posted MMIO writes)"});
+  }
   smt_compute_share = r.number(
       "smt_compute_share",
       Spec{.doc = "SMT: each thread's share of a solo core's compute rate while its sibling computes too (1 = no "
