@@ -391,3 +391,28 @@ TEST_CASE("random traffic from CPUs, a device and far atomics exercises every pr
   INFO("rows never taken:" << untaken_rows(tables.cache, tables.dir));
   CHECK(untaken_rows(tables.cache, tables.dir).empty());
 }
+
+TEST_CASE("a write reaches every sharer of a 1,200-core machine, the checker watching", "[fabric][scale]") {
+  json doc = platform_json_as_shipped("ivybridge-ex");
+  set_value(doc, "topology.sockets", 40);
+  set_value(doc, "topology.cores_per_cluster", 30);  // 40 sockets x 30 cores: agents far above 512
+  Rig r(doc);
+  REQUIRE(r.topo->core_count() == 1200);
+  Addr x = r.line(3, "x");
+  const std::vector<int> sharers = {1, 511, 512, 513, 700, 1023, 1024, 1199};
+  for (int c : sharers) load_on(r, c, x);
+  for (int c : sharers) REQUIRE(r.fab->state_of(c, x) == CacheState::S);
+  const auto invs = r.fab->stats().invalidations;
+  store_on(r, 0, x, 42);
+  for (int c : sharers) CHECK(r.fab->state_of(c, x) == CacheState::I);
+  CHECK(r.fab->stats().invalidations - invs == sharers.size());
+  CHECK(r.fab->violations() == 0);
+  for (int c : sharers) CHECK(r.fab->line_stats().at(x).touched.test(static_cast<std::size_t>(c)));
+  // Every sharer reads the new value again (the checker compares each read with the coherence order).
+  for (int c : sharers) {
+    std::uint64_t got = 0;
+    step(r, [&r, c, x, &got]() -> Task<void> { got = co_await r.cpu(c).load(x); });
+    CHECK(got == 42);
+  }
+  CHECK(r.fab->dir_state_of(x) == DirState::S);
+}

@@ -80,8 +80,6 @@ Fabric::Fabric(const FabricParams& p, sim::Simulator& sim, Interconnect& icn, Me
   if (dir_table == nullptr) own_dir_table_ = std::make_unique<DirTable>(kDirRows);
   cache_table_ = cache_table ? cache_table : own_cache_table_.get();
   dir_table_ = dir_table ? dir_table : own_dir_table_.get();
-  if (topo_.core_count() > kMaxCores)
-    throw sim::SimError(fmt::format("{} cores: the fabric supports at most {}", topo_.core_count(), kMaxCores));
   core_cpu_.assign(static_cast<std::size_t>(topo_.core_count()), -1);
   cpus_of_core_.resize(static_cast<std::size_t>(topo_.core_count()));
   core_atomic_busy_.assign(static_cast<std::size_t>(topo_.core_count()), 0);
@@ -107,8 +105,6 @@ Fabric::Fabric(const FabricParams& p, sim::Simulator& sim, Interconnect& icn, Me
       agent_die_.push_back(d);
       llc_.emplace_back(p_.llc.size, p_.llc.assoc);
     }
-    if (agent_count() > kMaxCores)
-      throw sim::SimError(fmt::format("{} cores and L3s: the fabric supports at most {}", agent_count(), kMaxCores));
   } else {
     for (int n = 0; n < mem_.nodes(); ++n) llc_.emplace_back(p_.llc.size, p_.llc.assoc);
   }

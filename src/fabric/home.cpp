@@ -154,9 +154,9 @@ bool Fabric::die_can_serve(const HomeLine& h, Addr line, int die, int agent, Dir
   if (h.state == DirState::EM) return h.owner != agent && agent_die(h.owner) == die;  // forwarded in the die
   if (h.state != DirState::S) return false;  // no cached copy: memory, through the home
   const bool is_sharer = h.sharers.test(static_cast<std::size_t>(agent));
-  if (event != DirEvent::GetS)
-    for (std::size_t s = h.sharers._Find_first(); s < h.sharers.size(); s = h.sharers._Find_next(s))
-      if (agent_die(static_cast<int>(s)) != die) return false;  // copies in other dies to invalidate
+  if (event != DirEvent::GetS &&
+      !h.sharers.all_of([&](std::size_t s) { return agent_die(static_cast<int>(s)) == die; }))
+    return false;  // copies in other dies to invalidate
   // An upgrade needs no data; anything else reads the die's L3.
   return (event == DirEvent::Upgrade && is_sharer) || llc_[static_cast<std::size_t>(die)].contains(line);
 }
@@ -285,9 +285,9 @@ void Fabric::run_directory(Txn& t, HomeLine& h) {
 
   if (a & (da_inv_sharers | da_inv_sharers_home)) {
     const int ack_to = (a & da_inv_sharers) ? t.ep : dir_ep;
-    for (std::size_t s = h.sharers._Find_first(); s < h.sharers.size(); s = h.sharers._Find_next(s)) {
+    h.sharers.for_each([&](std::size_t s) {
       const int core = static_cast<int>(s);
-      if ((a & da_inv_sharers) && core == t.core) continue;
+      if ((a & da_inv_sharers) && core == t.core) return;
       const int ep = core_cpu_[s];
       Tick arr = icn_.send(dir_ep, ep, t0) + snoop_extra(core);
       schedule_remote(t, core, CacheEvent::Inv, arr);
@@ -296,7 +296,7 @@ void Fabric::run_directory(Txn& t, HomeLine& h) {
       else home_ready = std::max(home_ready, ack);
       ++ls.invalidations;
       ++stats_.invalidations;
-    }
+    });
   }
   if (a & (da_fwd_gets | da_fwd_getm | da_fwd_read_once | da_fwd_inv)) {
     const int owner = h.owner;

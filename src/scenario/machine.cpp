@@ -16,11 +16,6 @@ Machine::Machine(const PlatformDoc& platform, std::uint64_t seed, config::Regist
   name_ = root_.text("name", Spec{.doc = "short platform name"});
   root_.text("description", Spec{.doc = "what machine this is", .def = ""});
   topo_ = std::make_unique<topo::Topology>(root_.section("topology", "sockets, dies, clusters, cores, threads"));
-  // Bad input, found at load: the fabric's per-line core sets have a fixed width.
-  if (topo_->core_count() > fabric::kMaxCores)
-    throw config::ConfigError(platform_.file, "platform.topology",
-                              fmt::format("{} cores (sockets x dies_per_socket x clusters_per_die x cores_per_cluster): "
-                                          "the fabric models at most {}", topo_->core_count(), fabric::kMaxCores));
   icn_ = std::make_unique<fabric::Interconnect>(
       root_.section("interconnect", "hop classes: latency and per-message occupancy"), *topo_, sim_);
   fabric::FabricParams fp(root_.section("caches", "cache levels"),

@@ -41,7 +41,7 @@ Topology::Topology(config::Reader r) {
   node_per_die_ = nodes == "die";
   if (r.schema_mode()) return;
   long long total = static_cast<long long>(core_count()) * threads_per_core_;
-  if (total > 4096) r.fail("sockets", fmt::format("{} CPUs in all: at most 4096 are supported", total));
+  if (total > kMaxCpus) r.fail("sockets", fmt::format("{} CPUs in all: at most {} are supported", total, kMaxCpus));
 
   cpus_.resize(static_cast<std::size_t>(total));
   const int cores = core_count();

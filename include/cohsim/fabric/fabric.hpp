@@ -10,7 +10,6 @@
 #pragma once
 
 #include <array>
-#include <bitset>
 #include <cstdint>
 #include <functional>
 #include <deque>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "cohsim/config/params.hpp"
+#include "cohsim/fabric/core_set.hpp"
 #include "cohsim/fabric/interconnect.hpp"
 #include "cohsim/fabric/memory_map.hpp"
 #include "cohsim/fabric/protocol.hpp"
@@ -30,8 +30,6 @@
 namespace cohsim::fabric {
 
 using LineData = std::array<std::uint8_t, kLineBytes>;
-inline constexpr int kMaxCores = 512;
-using CoreSet = std::bitset<kMaxCores>;
 
 /// Read-modify-write operations performed atomically on one naturally aligned word.
 enum class RmwOp : std::uint8_t { swap, add, andnot, bit_or, bit_xor, cas };

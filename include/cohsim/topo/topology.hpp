@@ -12,6 +12,10 @@ namespace cohsim::topo {
 /// The kinds of hop a message can take, nearest first.
 enum class HopClass { smt, cluster, die, cross_die, socket, node_controller };
 inline constexpr int kHopClasses = 6;
+/// A guard against a mistyped topology, not a limit of the model: every
+/// structure scales with the CPUs present (about 40 KiB of host memory per
+/// core before any line is touched; docs/performance.md, "Scale").
+inline constexpr long long kMaxCpus = 16384;
 /// "smt", "cluster", "die", "cross_die", "socket", "node_controller".
 const char* hop_class_name(HopClass c);
 
