@@ -416,3 +416,75 @@ TEST_CASE("a write reaches every sharer of a 1,200-core machine, the checker wat
   }
   CHECK(r.fab->dir_state_of(x) == DirState::S);
 }
+
+namespace {
+/// IvyBridge-EX (16 sockets, 15 cores each, node controllers between pairs) with the given directory organisation.
+json ivb_with_directory(const std::string& presence, const std::string& unit_snoop = "filtered") {
+  json doc = platform_json_as_shipped("ivybridge-ex");
+  doc["coherence"]["directory"] = {
+      {"presence", presence},
+      {"unit_snoop", unit_snoop},
+      {"unit_lookup", {{"value", "20ns"}, {"source", "estimate: test value"}, {"range", {"10ns", "40ns"}}}}};
+  return doc;
+}
+/// The sharers read x, then CPU 0 writes it; returns the write's time.
+Tick write_to_three_sockets(Rig& r, Addr x, const std::vector<int>& sharers) {
+  for (int c : sharers) load_on(r, c, x);
+  Tick took = 0;
+  step(r, [&]() -> Task<void> {
+    const Tick t0 = r.sim.now();
+    co_await r.cpu(0).store(x, 8, 9);
+    co_await r.cpu(0).drain_store_buffer();
+    took = r.sim.now() - t0;
+  });
+  return took;
+}
+}  // namespace
+
+TEST_CASE("a per-socket directory invalidates every sharer through one message per socket", "[fabric][directory]") {
+  const std::vector<int> sharers = {15, 16, 29, 75, 80, 89, 135, 140, 149};  // sockets 1, 5, 9
+  Rig exact(platform_json_as_shipped("ivybridge-ex"));
+  Rig coarse(ivb_with_directory("socket"));
+  const Tick t_exact = write_to_three_sockets(exact, exact.line(0, "x"), sharers);
+  Addr x = coarse.line(0, "x");
+  const Tick t_coarse = write_to_three_sockets(coarse, x, sharers);
+  for (int c : sharers) CHECK(coarse.fab->state_of(c, x) == CacheState::I);
+  CHECK(coarse.fab->violations() == 0);
+  CHECK(coarse.fab->stats().invalidations == exact.fab->stats().invalidations);  // the same copies lost
+  CHECK(coarse.fab->stats().unit_invalidations == 3);
+  CHECK(coarse.fab->stats().blind_snoops == 0);
+  CHECK(exact.fab->stats().unit_invalidations == 0);
+  CHECK(t_coarse > 0);
+  CHECK(t_exact > 0);
+}
+
+TEST_CASE("a per-socket directory's detour costs two sharers of one socket the unit's look-up and its ring",
+          "[fabric][directory]") {
+  Rig exact(platform_json_as_shipped("ivybridge-ex"));
+  Rig coarse(ivb_with_directory("socket"));
+  const Tick t_exact = write_to_three_sockets(exact, exact.line(0, "x"), {80, 81});
+  const Tick t_coarse = write_to_three_sockets(coarse, coarse.line(0, "x"), {80, 81});
+  CHECK(t_coarse >= t_exact + 20 * kNs);  // unit_lookup
+  CHECK(t_coarse < t_exact + 20 * kNs + 4 * 6 * kNs + 4 * kNs);  // plus at most the socket's ring both ways, twice
+}
+
+TEST_CASE("an unfiltered unit snoops every core of a marked socket, holders or not", "[fabric][directory]") {
+  const std::vector<int> sharers = {15, 16, 29, 75, 80, 89, 135, 140, 149};
+  Rig r(ivb_with_directory("socket", "broadcast"));
+  Addr x = r.line(0, "x");
+  write_to_three_sockets(r, x, sharers);
+  for (int c : sharers) CHECK(r.fab->state_of(c, x) == CacheState::I);
+  CHECK(r.fab->violations() == 0);
+  CHECK(r.fab->stats().blind_snoops == 3 * 15 - sharers.size());
+}
+
+TEST_CASE("a per-group directory sends one invalidation per node-controller group", "[fabric][directory]") {
+  const std::vector<int> sharers = {15, 16, 29, 75, 80, 89, 135, 140, 149};  // groups 0 (socket 1), 2 and 4
+  Rig r(ivb_with_directory("group"));
+  Addr x = r.line(0, "x");
+  write_to_three_sockets(r, x, sharers);
+  for (int c : sharers) CHECK(r.fab->state_of(c, x) == CacheState::I);
+  CHECK(r.fab->violations() == 0);
+  // Socket 1 shares group 0 with the home (socket 0): the home looks it up itself.
+  CHECK(r.fab->stats().unit_invalidations == 2);
+}

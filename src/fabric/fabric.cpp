@@ -69,6 +69,10 @@ FabricParams::FabricParams(config::Reader caches, config::Reader coherence, conf
                                              : place == "llc" ? AtomicPlace::llc
                                                               : AtomicPlace::home;
   }
+  directory = DirectoryOrganisation(coherence.section(
+      "directory", "how the home directory records sharers: exact per core, or per socket or node-controller group "
+                   "with the unit's agent fanning invalidations out",
+      /*optional=*/true));
   dram_latency = memory.time("dram_latency", Spec{.doc = "DRAM access at the home memory controller", .min = 1, .max = 1e7});
   node_capacity = memory.size("node_capacity", Spec{.doc = "memory per NUMA node", .def = "64GiB", .min = 1 << 20, .max = 1e13});
 }

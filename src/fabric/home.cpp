@@ -284,19 +284,10 @@ void Fabric::run_directory(Txn& t, HomeLine& h) {
   };
 
   if (a & (da_inv_sharers | da_inv_sharers_home)) {
-    const int ack_to = (a & da_inv_sharers) ? t.ep : dir_ep;
-    h.sharers.for_each([&](std::size_t s) {
-      const int core = static_cast<int>(s);
-      if ((a & da_inv_sharers) && core == t.core) return;
-      const int ep = core_cpu_[s];
-      Tick arr = icn_.send(dir_ep, ep, t0) + snoop_extra(core);
-      schedule_remote(t, core, CacheEvent::Inv, arr);
-      Tick ack = icn_.send(ep, ack_to, arr);
-      if (a & da_inv_sharers) complete = std::max(complete, ack);
-      else home_ready = std::max(home_ready, ack);
-      ++ls.invalidations;
-      ++stats_.invalidations;
-    });
+    const bool to_requester = (a & da_inv_sharers) != 0;
+    const Tick acked = invalidate_sharers(t, h, dir_ep, t0, to_requester ? t.ep : dir_ep, to_requester);
+    if (to_requester) complete = std::max(complete, acked);
+    else home_ready = std::max(home_ready, acked);
   }
   if (a & (da_fwd_gets | da_fwd_getm | da_fwd_read_once | da_fwd_inv)) {
     const int owner = h.owner;

@@ -47,6 +47,23 @@ enum class AtomicClass : std::uint8_t { cas, swp, ld_op, st_op, count };
 /// The class of an atomic doing `op`; `posted`: no result register (ST<op>).
 AtomicClass atomic_class(RmwOp op, bool posted);
 
+/// How the home directory records who holds a shared line, and so how a
+/// write's invalidations fan out (platform "coherence.directory").
+struct DirectoryOrganisation {
+  /// What one presence bit stands for: a caching agent (exact), a socket, or a
+  /// node-controller group of sockets. With a coarse bit the home sends one
+  /// invalidation per marked unit to the unit's agent, which fans it out.
+  enum class Presence : std::uint8_t { core, socket, group };
+  Presence presence = Presence::core;
+  /// The unit's agent knows which of its cores hold the line (a socket snoop
+  /// filter): it invalidates only those; else it snoops every core of the unit.
+  bool unit_filtered = true;
+  Tick unit_lookup = 0;  ///< the unit agent's look-up before it fans out
+  /// Reads the optional section (absent: exact per-core presence).
+  explicit DirectoryOrganisation(config::Reader r);
+  DirectoryOrganisation() = default;
+};
+
 /// The fabric's platform parameters (sections "caches", "coherence", "memory").
 struct FabricParams {
   struct Level {
@@ -68,6 +85,7 @@ struct FabricParams {
   std::uint64_t node_capacity = 0;
   std::string arbitration;       ///< arrival | nearest | random
   std::array<AtomicPlace, static_cast<std::size_t>(AtomicClass::count)> atomics{};  ///< per AtomicClass
+  DirectoryOrganisation directory;  ///< how sharers are recorded and invalidated
   /// Where an atomic doing `op` executes (`posted`: ST<op>, no result).
   AtomicPlace atomic_place(RmwOp op, bool posted) const {
     return atomics[static_cast<std::size_t>(atomic_class(op, posted))];
@@ -93,6 +111,8 @@ struct FabricStats {
   std::uint64_t hits = 0, misses = 0, upgrades = 0, transactions = 0, evictions = 0, writebacks = 0;
   std::uint64_t invalidations = 0, forwards = 0, llc_hits = 0, dram_reads = 0;
   std::uint64_t llc_atomics = 0;  ///< atomics executed in a die's L3
+  std::uint64_t unit_invalidations = 0;  ///< coarse directory: invalidations sent to a unit's agent
+  std::uint64_t blind_snoops = 0;        ///< coarse, unfiltered: cores snooped that held no copy
   std::uint64_t checks = 0;
 };
 
@@ -224,6 +244,14 @@ class Fabric {
   /// Lets the waiter the arbitration picks go, if the home line is free for it.
   void grant_next(HomeLine& h);
   void run_directory(Txn& t, HomeLine& h);
+  /// Invalidates every sharer but the requester, as the directory
+  /// organisation routes it, from `dir_ep` at `t0`; each ack goes to
+  /// `ack_to`. Returns when the last ack arrived.
+  Tick invalidate_sharers(Txn& t, HomeLine& h, int dir_ep, Tick t0, int ack_to, bool skip_requester);
+  /// A coarse directory's unit (socket or group) of a caching agent.
+  int presence_unit(int agent) const;
+  /// The endpoint of a unit's agent (its first socket's home agent).
+  int unit_endpoint(int unit) const;
   void schedule_remote(Txn& t, int core, CacheEvent ev, Tick at);
   static void remote_event(void* ctx, std::uint64_t arg);
   void cache_event(int core, Addr line, CacheEvent ev, Txn* t);
