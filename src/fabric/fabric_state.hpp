@@ -60,7 +60,7 @@ struct Fabric::HomeLine {
     Tick distance;
     bool gets;
   };
-  std::vector<Waiter> queue;
+  std::deque<Waiter> queue;  ///< in arrival order
 };
 
 struct Fabric::Txn {

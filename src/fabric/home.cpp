@@ -26,7 +26,10 @@ Task<void> Fabric::home_acquire(HomeLine& h, Addr line, int requester_ep, bool g
     void await_suspend(std::coroutine_handle<> handle) {
       sim::Process* p = f->sim_.current();
       std::uint64_t id = f->sim_.suspend_current(handle, "its turn at the home directory", line);
-      Tick distance = f->icn_.latency(ep, f->icn_.home_endpoint(f->mem_.home_node(line)));
+      // (only the "nearest" arbitration reads the distance)
+      const Tick distance = f->p_.arbitration == "nearest"
+                                ? f->icn_.latency(ep, f->icn_.home_endpoint(f->mem_.home_node(line)))
+                                : 0;
       h->queue.push_back({p, id, f->sim_.now(), f->home_seq_++, distance, gets});
     }
     void await_resume() const noexcept {}
@@ -56,16 +59,15 @@ void Fabric::grant_next(HomeLine& h) {
     while (h.queue[pick].seq != *h.picked_seq) ++pick;  // still queued: only grant_next removes waiters
   } else if (p_.arbitration == "random") {
     pick = static_cast<std::size_t>(arbitration_rng_.below(h.queue.size()));
-  } else {
-    const bool nearest = p_.arbitration == "nearest";
+  } else if (p_.arbitration == "nearest") {
     for (std::size_t i = 1; i < h.queue.size(); ++i) {
       const auto &a = h.queue[i], &b = h.queue[pick];
-      bool better = nearest && a.distance != b.distance ? a.distance < b.distance
-                    : a.arrived != b.arrived                                 ? a.arrived < b.arrived
-                                                                             : a.seq < b.seq;
+      bool better = a.distance != b.distance ? a.distance < b.distance
+                    : a.arrived != b.arrived ? a.arrived < b.arrived
+                                             : a.seq < b.seq;
       if (better) pick = i;
     }
-  }
+  }  // arrival: the first waiter (waiters join the queue at their arrival, in sequence)
   HomeLine::Waiter w = h.queue[pick];
   // The picked request waits for the fills in flight unless it is one itself;
   // it stays picked, so nobody overtakes it meanwhile (under every policy, a
