@@ -3,6 +3,7 @@
 // counts, hop classes nearest first, reads answered by the CPU's own hub.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "cohsim/scenario/scenario.hpp"
 #include "cohsim/topo/topology.hpp"
 #include "models/kernel/timekeeping.hpp"
+#include "test_support.hpp"
 
 using namespace cohsim;
 using sim::Task;
@@ -225,4 +227,17 @@ TEST_CASE("the uv-rtc clocksource on a platform without a hub RTC is a configura
                                    {{"clocksource", "uv-rtc"}});
   CHECK_THROWS_AS(scenario::Run(s, 1), config::ConfigError);
   CHECK_THROWS_AS(models::kernel::parse_clocksource("uv_rtc"), std::invalid_argument);
+}
+
+TEST_CASE("cohsim topo shows the 1,792-CPU machine one line per chassis, and every socket only when asked", "[cli][big]") {
+  const auto summary = cohsim::test::run_cli(cohsim::test::quoted(platform_path("superdome-flex-32s")).insert(0, "topo "));
+  REQUIRE(summary.exit_code == 0);
+  const auto lines = std::count(summary.output.begin(), summary.output.end(), '\n');
+  CHECK(lines < 150);
+  CHECK_THAT(summary.output, Catch::Contains("8 node-controller groups of 4 sockets") &&
+                                 Catch::Contains("group  7: sockets 28-31, nodes 28-31, CPUs 784-895") &&
+                                 Catch::Contains("node_controller") && !Catch::Contains("socket 31\n"));
+  const auto every = cohsim::test::run_cli("topo --every-socket " + cohsim::test::quoted(platform_path("superdome-flex-32s")));
+  REQUIRE(every.exit_code == 0);
+  CHECK_THAT(every.output, Catch::Contains("socket 31\n") && Catch::Contains("node 31: CPUs"));
 }
