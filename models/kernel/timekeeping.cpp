@@ -13,6 +13,7 @@ const char* clocksource_read_name(Clocksource c) {
     case Clocksource::tsc: return "read_tsc";
     case Clocksource::hpet: return "read_hpet";
     case Clocksource::hpet_shared: return "read_hpet (shared)";
+    case Clocksource::uv_rtc: return "uv_read_rtc";
   }
   return "?";
 }
@@ -22,14 +23,29 @@ Clocksource parse_clocksource(const std::string& name) {
   if (name == "tsc") return Clocksource::tsc;
   if (name == "hpet") return Clocksource::hpet;
   if (name == "hpet-shared") return Clocksource::hpet_shared;
-  throw std::invalid_argument("unknown clocksource '" + name + "' (tsc, hpet, hpet-shared)");
+  if (name == "uv-rtc") return Clocksource::uv_rtc;
+  throw std::invalid_argument("unknown clocksource '" + name + "' (tsc, hpet, hpet-shared, uv-rtc)");
 }
 
 Timekeeping::Timekeeping(scenario::Machine& m, devices::Hpet& hpet, Clocksource cs, WallTimeRead wall_read,
-                         const TimekeepingCosts& costs)
-    : m_(m), hpet_(hpet), cs_(cs), wall_read_(wall_read), costs_(costs) {
-  hz_ = cs == Clocksource::tsc ? m.cpu_params().clock_hz : hpet.params().counter_hz;
-  mask_ = cs == Clocksource::tsc ? ~0ull : 0xffffffffull;  // CLOCKSOURCE_MASK(64) / (32) for hpet
+                         const TimekeepingCosts& costs, devices::UvRtc* rtc)
+    : m_(m), hpet_(hpet), rtc_(rtc), cs_(cs), wall_read_(wall_read), costs_(costs) {
+  switch (cs) {
+    case Clocksource::tsc:
+      hz_ = m.cpu_params().clock_hz;
+      mask_ = ~0ull;  // CLOCKSOURCE_MASK(64)
+      break;
+    case Clocksource::hpet:
+    case Clocksource::hpet_shared:
+      hz_ = hpet.params().counter_hz;
+      mask_ = 0xffffffffull;  // CLOCKSOURCE_MASK(32)
+      break;
+    case Clocksource::uv_rtc:
+      if (rtc == nullptr) throw std::invalid_argument("clocksource uv-rtc needs the platform's hub RTC (uv_rtc)");
+      hz_ = rtc->params().counter_hz;
+      mask_ = (1ull << 56) - 1;  // UVH_RTC_REAL_TIME_CLOCK_MASK: a 56-bit counter
+      break;
+  }
   auto& mem = m.memory();
   // Static data of the kernel image: node 0 (kernel/time/timekeeping.c, arch/x86/kernel/hpet.c, vvar page).
   tk_core_ = mem.alloc(0, TkCoreLayout::bytes, 64, "tk_core");
@@ -44,13 +60,15 @@ std::int64_t Timekeeping::cycles_to_ns(std::uint64_t delta) const {
   return static_cast<std::int64_t>(static_cast<long double>(delta) * 1e9L / static_cast<long double>(hz_));
 }
 
-// rdtsc (vread_tsc / read_tsc) or hpet_readl(HPET_COUNTER) (vread_hpet / read_hpet).
+// rdtsc (vread_tsc / read_tsc), hpet_readl(HPET_COUNTER) (vread_hpet / read_hpet)
+// or uv_read_local_mmr(UVH_RTC | own line) (uv_read_rtc).
 Task<std::uint64_t> Timekeeping::read_counter(cpu::Cpu& c) {
   if (cs_ == Clocksource::tsc) {
     co_await c.sim().delay(c.params().tsc_read);  // one instruction: not interruptible
     const auto now = static_cast<unsigned __int128>(c.sim().now());
     co_return static_cast<std::uint64_t>(now * static_cast<unsigned __int128>(hz_) / 1'000'000'000'000ull);
   }
+  if (cs_ == Clocksource::uv_rtc) co_return co_await rtc_->read(c.id());
   co_return co_await devices::hpet_read_counter(c, hpet_);
 }
 
@@ -184,11 +202,21 @@ Task<void> Timekeeping::update_wall_time(cpu::Cpu& c) {
 // __vdso_clock_gettime(CLOCK_MONOTONIC) (Linux 4.6 vclock_gettime.c do_monotonic):
 //   do { seq = gtod_read_begin(gtod); ns = gtod->monotonic_time_snsec + vgetsns(&mode) ...
 //   } while (unlikely(gtod_read_retry(gtod, seq)));   vgetsns: vread_tsc or vread_hpet.
+// A clocksource without a vDSO read mode (uv_rtc: vclock_mode VCLOCK_NONE)
+// sends the vDSO to vdso_fallback_gettime, the clock_gettime system call:
+// entry and exit, then ktime_get with interrupts on.
 Task<std::int64_t> Timekeeping::vdso_clock_gettime(cpu::Cpu& c) {
   const Tick start = c.sim().now();
   const Addr seq_addr = gtod_ + GtodLayout::seq;
   std::int64_t ns = 0;
-  for (;;) {
+  Tick in_read_fn = 0;  // the fallback's clocksource read, accounted as read_fn
+  if (cs_ == Clocksource::uv_rtc) {
+    const Tick read_before = acct_[static_cast<std::size_t>(c.id())].read_fn;
+    co_await c.sim().delay(costs_.syscall_overhead);
+    ns = co_await ktime_get(c);
+    in_read_fn = acct_[static_cast<std::size_t>(c.id())].read_fn - read_before;
+  }
+  while (cs_ != Clocksource::uv_rtc) {
     const std::uint64_t seq = co_await c.spin_until(
         seq_addr, 4, [](std::uint64_t s) { return (s & 1) == 0; }, Order::relaxed, "vsyscall_gtod_data.seq");
     const std::uint64_t cycle_last = co_await c.load(gtod_ + GtodLayout::cycle_last, 8);
@@ -203,7 +231,7 @@ Task<std::int64_t> Timekeeping::vdso_clock_gettime(cpu::Cpu& c) {
   if (auto* tr = c.sim().tracer()) tr->slice(c.id(), "vDSO clock_gettime", "clock", start, c.sim().now());
   if (in_window(c.sim().now())) {
     auto& a = acct_[static_cast<std::size_t>(c.id())];
-    a.vdso += c.sim().now() - start;
+    a.vdso += c.sim().now() - start - in_read_fn;
     ++a.vdso_calls;
     vdso_latency_.add(c.sim().now() - start);
   }

@@ -3,6 +3,9 @@
 //                               2016 shared-read patch ("x86/hpet: Reduce HPET
 //                               counter read contention", union hpet_lock)
 //   arch/x86/kernel/tsc.c       read_tsc (rdtsc)
+//   arch/x86/platform/uv/uv_time.c  uv_read_rtc (the hub-local RTC of UV-class
+//                               machines; no vDSO read: clock_gettime falls
+//                               back to the system call)
 //   kernel/time/timekeeping.c   ktime_get (seqcount read side on tk_core.seq),
 //                               update_wall_time (timekeeper_lock, write side)
 //   arch/x86/entry/vdso/vclock_gettime.c  __vdso_clock_gettime: vread_hpet /
@@ -24,6 +27,7 @@
 
 #include "cohsim/cpu/cpu.hpp"
 #include "cohsim/devices/hpet.hpp"
+#include "cohsim/devices/uv_rtc.hpp"
 #include "cohsim/sim/histogram.hpp"
 #include "cohsim/scenario/machine.hpp"
 #include "models/kernel/qspinlock.hpp"
@@ -36,7 +40,7 @@ using sim::Task;
 using sim::Tick;
 
 /// The clocksource in use (the AIM7 scenario's variants).
-enum class Clocksource { tsc, hpet, hpet_shared };
+enum class Clocksource { tsc, hpet, hpet_shared, uv_rtc };
 /// Parses a clocksource name; throws std::invalid_argument.
 Clocksource parse_clocksource(const std::string& name);
 
@@ -50,6 +54,7 @@ enum class WallTimeRead {
 struct TimekeepingCosts {
   Tick ktime_get_overhead = 0;  ///< call, cycles-to-ns arithmetic of ktime_get
   Tick vdso_overhead = 0;       ///< __vdso_clock_gettime: call, arithmetic, timespec conversion
+  Tick syscall_overhead = 0;    ///< clock_gettime as a system call (a clocksource without a vDSO read): entry and exit
 };
 
 /// tk_core (seqcount + struct timekeeper, ____cacheline_aligned): offsets of the fields modelled.
@@ -85,18 +90,21 @@ struct SharedRead {
 class Timekeeping {
  public:
   /// Allocates tk_core, timekeeper_lock, the hpet_lock union and the vvar
-  /// page on node 0 and initialises the timekeeper at time 0.
+  /// page on node 0 and initialises the timekeeper at time 0. `rtc` is the
+  /// hubs' RTC, needed by (and only by) the uv_rtc clocksource; throws
+  /// std::invalid_argument when uv_rtc has none.
   Timekeeping(scenario::Machine& m, devices::Hpet& hpet, Clocksource cs, WallTimeRead wall_read,
-              const TimekeepingCosts& costs);
+              const TimekeepingCosts& costs, devices::UvRtc* rtc = nullptr);
 
   Clocksource clocksource() const { return cs_; }
-  /// The clocksource's read function (read_hpet, shared or not, or read_tsc): counter cycles.
+  /// The clocksource's read function (read_hpet, shared or not, read_tsc or uv_read_rtc): counter cycles.
   Task<std::uint64_t> read_clocksource(cpu::Cpu& c);
   /// ktime_get(): monotonic ns inside a tk_core.seq read section.
   Task<std::int64_t> ktime_get(cpu::Cpu& c);
   /// update_wall_time(): timekeeper_lock, the tk_core.seq write side, update_vsyscall.
   Task<void> update_wall_time(cpu::Cpu& c);
-  /// __vdso_clock_gettime(CLOCK_MONOTONIC) from user space: monotonic ns.
+  /// __vdso_clock_gettime(CLOCK_MONOTONIC) from user space: monotonic ns (with uv_rtc, the
+  /// system-call fallback: entry, ktime_get, exit; its clocksource read is accounted in read_fn, not vdso).
   Task<std::int64_t> vdso_clock_gettime(cpu::Cpu& c);
 
   /// Only calls completing inside `w` are accounted and sampled (`w` outlives this object).
@@ -118,11 +126,12 @@ class Timekeeping {
 
  private:
   Task<std::uint64_t> read_hpet_shared(cpu::Cpu& c);
-  Task<std::uint64_t> read_counter(cpu::Cpu& c);  // rdtsc or an HPET MMIO read, no accounting
+  Task<std::uint64_t> read_counter(cpu::Cpu& c);  // rdtsc, an HPET or hub RTC MMIO read, no accounting
   bool in_window(Tick completed) const { return window_ == nullptr || window_->contains(completed); }
 
   scenario::Machine& m_;
   devices::Hpet& hpet_;
+  devices::UvRtc* rtc_;
   Clocksource cs_;
   WallTimeRead wall_read_;
   TimekeepingCosts costs_;

@@ -17,10 +17,12 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "cohsim/devices/hpet.hpp"
+#include "cohsim/devices/uv_rtc.hpp"
 #include "cohsim/sim/random.hpp"
 #include "models/kernel/tick.hpp"
 #include "models/kernel/timekeeping.hpp"
@@ -74,11 +76,14 @@ struct Outcome {
 // One machine running the load with one clocksource.
 class Aim7Run {
  public:
-  Aim7Run(Machine& m, const devices::HpetParams& hp, const Aim7Params& p, Clocksource cs)
+  // `rtc` (the platform's hub RTC) is needed by the uv-rtc clocksource only.
+  Aim7Run(Machine& m, const devices::HpetParams& hp, const devices::UvRtcParams* rtc, const Aim7Params& p,
+          Clocksource cs)
       : m_(m),
         p_(p),
         hpet_(hp, m.sim(), m.interconnect()),
-        tk_(m, hpet_, cs, p.wall_read, p.costs),
+        rtc_(rtc ? std::make_unique<devices::UvRtc>(*rtc, m.sim(), m.interconnect()) : nullptr),
+        tk_(m, hpet_, cs, p.wall_read, p.costs, rtc_.get()),
         tick_(m, p.hz, p.tick_skew, p.cpus, [this](cpu::Cpu& c) { return tick_work(c); }) {
     events_ = job_events(p);
     ops_per_job_ = std::max<int>(1, static_cast<int>(events_.size()));
@@ -254,6 +259,7 @@ class Aim7Run {
   Machine& m_;
   const Aim7Params& p_;
   devices::Hpet hpet_;
+  std::unique_ptr<devices::UvRtc> rtc_;
   kernel::Timekeeping tk_;
   kernel::LocalTimerTick tick_;
   std::vector<JobEvent> events_;  ///< one job's events, in order
@@ -269,7 +275,7 @@ class Aim7Compute : public scenario::Workload {
  public:
   Aim7Compute(config::Reader p, Machine& m) : m_(m) {
     p_.clocksource = kernel::parse_clocksource(p.choice(
-        "clocksource", Spec{.doc = "the kernel's clocksource", .def = "tsc", .choices = {"tsc", "hpet", "hpet-shared"}}));
+        "clocksource", Spec{.doc = "the kernel's clocksource", .def = "tsc", .choices = {"tsc", "hpet", "hpet-shared", "uv-rtc"}}));
     p_.compute_per_job = p.time("compute_per_job", Spec{.doc = "user and kernel work of one job besides clock reads, "
                                                                "on a core of its own",
                                                         .def = "6.5ms", .min = 1e3, .max = 1e13});
@@ -314,13 +320,24 @@ class Aim7Compute : public scenario::Workload {
                                                                     .def = "15ns", .max = 1e7});
     p_.costs.vdso_overhead = p.time("vdso_overhead", Spec{.doc = "vDSO clock_gettime besides its loads and the read",
                                                           .def = "40ns", .max = 1e7});
+    p_.costs.syscall_overhead = p.time(
+        "syscall_overhead", Spec{.doc = "entry and exit of the clock_gettime system call that the vDSO falls back to "
+                                        "when the clocksource has no vDSO read (uv-rtc)",
+                                 .def = "100ns", .max = 1e7});
     p_.warmup = p.time("warmup", Spec{.doc = "simulated time before measuring", .def = "10ms", .max = 1e13});
     p_.duration = p.time("duration", Spec{.doc = "measured simulated time", .def = "50ms", .min = 1e6, .max = 1e14});
     p_.cpus = p.cpu_list("cpus", Spec{.doc = "CPUs running jobs (the first one is the do_timer CPU)",
                                       .def = m.cpu_count()},
                          m.cpu_count());
+    // The hub RTC's section, read whenever the platform has one (every key of a platform must be read).
+    if (m.platform().doc.contains("uv_rtc") || p.schema_mode())
+      rtc_.emplace(m.platform_section("uv_rtc", "hub-local RTC of UV-class node controllers (uv-rtc clocksource)",
+                                      /*optional=*/true));
     if (p.schema_mode()) return;
     if (p_.cpus.empty()) p.fail("cpus", "needs at least one CPU");
+    if (p_.clocksource == Clocksource::uv_rtc && !rtc_)
+      throw config::ConfigError(m.platform().file, "platform.uv_rtc",
+                                "clocksource uv-rtc needs the platform's \"uv_rtc\" section (a hub-local RTC)");
     if (m.hpet_params() == nullptr)
       throw config::ConfigError(m.platform().file, "platform.hpet", "aim7-compute needs the platform's \"hpet\" section");
     hpet_ = *m.hpet_params();
@@ -328,13 +345,13 @@ class Aim7Compute : public scenario::Workload {
 
   Results run() override {
     Results r;
-    Outcome o = Aim7Run(m_, hpet_, p_, p_.clocksource).run();
+    Outcome o = Aim7Run(m_, hpet_, rtc_ ? &*rtc_ : nullptr, p_, p_.clocksource).run();
     double tsc_jobs = o.jobs_per_min;
     if (p_.clocksource != Clocksource::tsc) {
       // The same machine, seed and job with the tsc clocksource.
       config::Registry registry;
       Machine tsc_machine(m_.platform(), m_.seed(), registry);
-      tsc_jobs = Aim7Run(tsc_machine, *tsc_machine.hpet_params(), p_, Clocksource::tsc).run().jobs_per_min;
+      tsc_jobs = Aim7Run(tsc_machine, *tsc_machine.hpet_params(), nullptr, p_, Clocksource::tsc).run().jobs_per_min;
     }
     r.add("jobs_per_min", o.jobs_per_min);
     r.add("jobs_per_min_vs_tsc", tsc_jobs > 0 ? o.jobs_per_min / tsc_jobs : 0);
@@ -368,6 +385,7 @@ class Aim7Compute : public scenario::Workload {
   Machine& m_;
   Aim7Params p_;
   devices::HpetParams hpet_;
+  std::optional<devices::UvRtcParams> rtc_;
 };
 
 }  // namespace

@@ -14,9 +14,12 @@ using nlohmann::json;
 int cmd_topo(const std::vector<std::string>& args) {
   std::string platform_path;
   int from = -1, to = -1;
-  bool as_json = false;
+  bool as_json = false, every_socket = false;
   po::options_description d("cohsim topo PLATFORM [options]");
   d.add_options()("help,h", "this help")("json", po::bool_switch(&as_json), "print JSON")(
+      "every-socket", po::bool_switch(&every_socket),
+      "list every socket and NUMA node (machines of more than 8 sockets in node-controller groups are summarised per "
+      "group otherwise)")(
       "from", po::value(&from), "CPU A: show the path to --to")("to", po::value(&to), "CPU B");
   auto parsed = parse_command_line(args, d, platform_path,
                                    "Shows a platform: the tree, hop paths and unloaded latencies, NUMA nodes and every "
@@ -67,20 +70,42 @@ int cmd_topo(const std::vector<std::string>& args) {
   std::cout << fmt::format("{}: {} CPUs = {} sockets x {} dies x {} clusters x {} cores x {} threads; {} NUMA nodes\n",
                            m.name(), t.cpu_count(), t.sockets(), t.dies_per_socket(), t.clusters_per_die(),
                            t.cores_per_cluster(), t.threads_per_core(), t.node_count());
-  for (int s = 0; s < t.sockets(); ++s) {
-    std::cout << fmt::format("socket {}\n", s);
-    for (int dd = 0; dd < t.dies_per_socket(); ++dd) {
-      int die = s * t.dies_per_socket() + dd;
-      std::set<int> cl;
+  // A big machine (node-controller groups, more than 8 sockets) is shown one line per group unless asked.
+  const bool per_group = !every_socket && t.has_node_controllers() && t.sockets() > 8;
+  if (per_group) {
+    const int spg = t.sockets_per_group();
+    const int cores_per_socket = t.dies_per_socket() * t.clusters_per_die() * t.cores_per_cluster();
+    std::cout << fmt::format("{} node-controller groups of {} sockets ({} cores each){}; --every-socket lists them all\n",
+                             t.sockets() / spg, spg, cores_per_socket,
+                             t.threads_per_core() > 1
+                                 ? fmt::format(", SMT siblings of CPU 0: {}", fmt::join(t.smt_siblings(0), ","))
+                                 : std::string());
+    for (int g = 0; g < t.sockets() / spg; ++g) {
       int lo = -1, hi = -1;
       for (int c = 0; c < t.cpu_count(); ++c)
-        if (t.cpu(c).die_global == die && t.cpu(c).thread == 0) {
-          cl.insert(t.cpu(c).cluster_global);
-          if (lo < 0 || c < lo) lo = c;
-          hi = std::max(hi, c);
+        if (t.cpu(c).socket / spg == g && t.cpu(c).thread == 0) {
+          if (lo < 0) lo = c;
+          hi = c;
         }
-      std::cout << fmt::format("  die {} (node {}): {} clusters, CPUs {}-{}{}\n", die, t.cpu(lo).node, cl.size(), lo, hi,
-                               t.threads_per_core() > 1 ? fmt::format(" (first threads; siblings: {})", fmt::join(t.smt_siblings(lo), ",")) : "");
+      std::cout << fmt::format("  group {:>2}: sockets {}-{}, nodes {}-{}, CPUs {}-{} (first threads)\n", g, g * spg,
+                               g * spg + spg - 1, t.cpu(lo).node, t.cpu(hi).node, lo, hi);
+    }
+  } else {
+    for (int s = 0; s < t.sockets(); ++s) {
+      std::cout << fmt::format("socket {}\n", s);
+      for (int dd = 0; dd < t.dies_per_socket(); ++dd) {
+        int die = s * t.dies_per_socket() + dd;
+        std::set<int> cl;
+        int lo = -1, hi = -1;
+        for (int c = 0; c < t.cpu_count(); ++c)
+          if (t.cpu(c).die_global == die && t.cpu(c).thread == 0) {
+            cl.insert(t.cpu(c).cluster_global);
+            if (lo < 0 || c < lo) lo = c;
+            hi = std::max(hi, c);
+          }
+        std::cout << fmt::format("  die {} (node {}): {} clusters, CPUs {}-{}{}\n", die, t.cpu(lo).node, cl.size(), lo, hi,
+                                 t.threads_per_core() > 1 ? fmt::format(" (first threads; siblings: {})", fmt::join(t.smt_siblings(lo), ",")) : "");
+      }
     }
   }
   std::cout << "\nunloaded one-way message latency from CPU 0, by hop class (nearest first)\n";
@@ -91,9 +116,17 @@ int cmd_topo(const std::vector<std::string>& args) {
                              classes[cls]["one_way_ns"].get<double>());
   }
   std::cout << "\nNUMA nodes\n";
-  for (const auto& n : nodes)
-    std::cout << fmt::format("  node {}: CPUs {}, home on die {}, CPU 0 -> home {:.1f} ns\n", n["node"].get<int>(),
+  for (const auto& n : nodes) {
+    const int node = n["node"].get<int>();
+    // Per group: its first node, and the rest of the group folded into one line.
+    if (per_group && t.cpu(t.cpus_of_node(node).front()).socket % t.sockets_per_group() != 0) continue;
+    std::cout << fmt::format("  node {}: CPUs {}, home on die {}, CPU 0 -> home {:.1f} ns\n", node,
                              n["cpus"].get<std::string>(), n["home_die"].get<int>(), n["cpu0_to_home_ns"].get<double>());
+  }
+  if (per_group)
+    std::cout << fmt::format("  (one node per group shown; the others of a group are as far from CPU 0 as its "
+                             "other sockets; --every-socket lists {} nodes)\n",
+                             t.node_count());
   if (from >= 0) {
     const auto& p = icn.path(from, to);
     std::cout << fmt::format("\npath CPU {} -> CPU {} ({}): ", from, to, topo::hop_class_name(t.hop_class(from, to)));
