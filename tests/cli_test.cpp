@@ -89,7 +89,7 @@ std::vector<BadInput> bad_inputs() {
          set_value(p, "topology.dies_per_socket", 16);
          set_value(p, "topology.cores_per_cluster", 256);
        },
-       "", {"p.json", "platform.topology", "at most 4096 are supported"}},
+       "", {"p.json", "platform.topology", "at most 16384 are supported"}},
       {"absurd size", [](json&, json& p, const TempDir&) { set_value(p, "caches.llc.size", "1000000TiB"); }, "",
        {"p.json", "platform.caches.llc.size"}},
   };

@@ -329,10 +329,7 @@ class Aim7Compute : public scenario::Workload {
     p_.cpus = p.cpu_list("cpus", Spec{.doc = "CPUs running jobs (the first one is the do_timer CPU)",
                                       .def = m.cpu_count()},
                          m.cpu_count());
-    // The hub RTC's section, read whenever the platform has one (every key of a platform must be read).
-    if (m.platform().doc.contains("uv_rtc") || p.schema_mode())
-      rtc_.emplace(m.platform_section("uv_rtc", "hub-local RTC of UV-class node controllers (uv-rtc clocksource)",
-                                      /*optional=*/true));
+    if (m.uv_rtc_params() != nullptr) rtc_ = *m.uv_rtc_params();
     if (p.schema_mode()) return;
     if (p_.cpus.empty()) p.fail("cpus", "needs at least one CPU");
     if (p_.clocksource == Clocksource::uv_rtc && !rtc_)

@@ -12,6 +12,7 @@
 #include "cohsim/cpu/cpu.hpp"
 #include "cohsim/devices/hpet.hpp"
 #include "cohsim/devices/smmu.hpp"
+#include "cohsim/devices/uv_rtc.hpp"
 #include "cohsim/fabric/fabric.hpp"
 #include "cohsim/fabric/interconnect.hpp"
 #include "cohsim/fabric/memory_map.hpp"
@@ -59,6 +60,8 @@ class Machine {
   const devices::SmmuParams* smmu_params() const { return smmu_params_ ? &*smmu_params_ : nullptr; }
   /// The platform's "hpet" section (HPET and TSC clocksources), nullptr when it has none.
   const devices::HpetParams* hpet_params() const { return hpet_params_ ? &*hpet_params_ : nullptr; }
+  /// The platform's "uv_rtc" section (the node controllers' hub RTC), nullptr when it has none.
+  const devices::UvRtcParams* uv_rtc_params() const { return uv_rtc_params_ ? &*uv_rtc_params_ : nullptr; }
   /// The platform's "gic" section (arm64 interrupt controller), nullptr when it has none.
   const irq::GicParams* gic_params() const { return gic_params_ ? &*gic_params_ : nullptr; }
   /// The platform's "apic" section (x86 local APIC), nullptr when it has none.
@@ -80,6 +83,7 @@ class Machine {
   std::vector<std::unique_ptr<cpu::Cpu>> cpus_;
   std::optional<devices::SmmuParams> smmu_params_;
   std::optional<devices::HpetParams> hpet_params_;
+  std::optional<devices::UvRtcParams> uv_rtc_params_;
   std::optional<irq::GicParams> gic_params_;
   std::optional<irq::ApicParams> apic_params_;
 };
