@@ -90,7 +90,7 @@ void Simulator::process_done(Process* p, std::exception_ptr error) {
   }
 }
 
-void Simulator::run_batch(std::size_t limit) {
+[[gnu::always_inline]] inline void Simulator::run_batch(std::size_t limit) {
   // cur_ does not change while its events run (they schedule into due_), so
   // its storage and the index stay in registers; cur_head_ is stored before
   // each event so that events_executed() counts it.
@@ -112,7 +112,7 @@ void Simulator::run_batch(std::size_t limit) {
   }
 }
 
-std::size_t Simulator::batch_limit(const RunLimits& limits, std::uint64_t tick_start) const {
+[[gnu::always_inline]] inline std::size_t Simulator::batch_limit(const RunLimits& limits, std::uint64_t tick_start) const {
   std::size_t limit = cur_.size();
   const std::size_t left = limit - cur_head_;
   const std::uint64_t executed = events_executed();
