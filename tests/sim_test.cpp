@@ -275,3 +275,174 @@ TEST_CASE("a latency histogram keeps the exact mean and percentiles within 1/256
     CHECK(std::abs(h.percentile_ns(p) - exact) <= exact / 256 + 0.001);
   }
 }
+
+namespace {
+
+/// A callback event that records the count events_executed() gives while it runs.
+struct CountLog {
+  Simulator* sim;
+  std::vector<std::uint64_t> seen;
+  static void record(void* ctx, std::uint64_t) {
+    auto* log = static_cast<CountLog*>(ctx);
+    log->seen.push_back(log->sim->events_executed());
+  }
+  static void record_and_stop(void* ctx, std::uint64_t arg) {
+    record(ctx, arg);
+    static_cast<CountLog*>(ctx)->sim->stop();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("events_executed counts the running event and every event before it", "[sim]") {
+  Simulator sim;
+  CountLog log{&sim, {}};
+  for (int i = 0; i < 3; ++i) sim.schedule(0, &CountLog::record, &log);
+  sim.schedule(5, &CountLog::record, &log);
+  sim.schedule(5, &CountLog::record, &log);
+  sim.run();
+  REQUIRE(log.seen == std::vector<std::uint64_t>{1, 2, 3, 4, 5});
+  REQUIRE(sim.events_executed() == 5);
+}
+
+TEST_CASE("stop ends the run after the current event and the next run goes on from the one after", "[sim]") {
+  Simulator sim;
+  CountLog log{&sim, {}};
+  sim.schedule(0, &CountLog::record, &log);
+  sim.schedule(0, &CountLog::record_and_stop, &log);
+  sim.schedule(0, &CountLog::record, &log);
+  REQUIRE(sim.run() == RunEnd::stopped);
+  REQUIRE(log.seen == std::vector<std::uint64_t>{1, 2});
+  REQUIRE(sim.events_executed() == 2);
+  REQUIRE(sim.run() == RunEnd::queue_empty);
+  REQUIRE(log.seen == std::vector<std::uint64_t>{1, 2, 3});
+}
+
+TEST_CASE("the livelock watchdog fails right after the first event past the per-tick limit", "[sim][watchdog]") {
+  Simulator sim;
+  struct Again {
+    static void fire(void* ctx, std::uint64_t) {
+      auto* s = static_cast<Simulator*>(ctx);
+      s->schedule(s->now(), &Again::fire, s);
+      s->schedule(s->now(), &Again::fire, s);  // the tick's queue keeps growing
+    }
+  };
+  sim.schedule(3, &Again::fire, &sim);
+  RunLimits limits;
+  limits.max_events_per_tick = 100;
+  REQUIRE_THROWS_WITH(sim.run(limits), Catch::Contains("101 events without time moving"));
+  REQUIRE(sim.events_executed() == 101);
+}
+
+TEST_CASE("the progress hook runs after every 2^k-th event", "[sim]") {
+  Simulator sim;
+  std::vector<std::uint64_t> at;
+  sim.set_progress_hook([&] { at.push_back(sim.events_executed()); }, 10);
+  CountLog log{&sim, {}};
+  for (int i = 0; i < 5000; ++i) sim.schedule(static_cast<Tick>(i % 3), &CountLog::record, &log);
+  sim.run();
+  REQUIRE(at == std::vector<std::uint64_t>{1024, 2048, 3072, 4096});
+}
+
+TEST_CASE("a run ends as all done right after the event that finishes the last process", "[sim]") {
+  Simulator sim;
+  CountLog log{&sim, {}};
+  auto quick = [&]() -> Task<void> { co_return; };
+  sim.spawn("quick", quick());
+  sim.schedule(0, &CountLog::record, &log);  // same tick, after the process's start
+  REQUIRE(sim.run() == RunEnd::all_done);
+  REQUIRE(log.seen.empty());
+  REQUIRE(sim.events_executed() == 1);
+}
+
+TEST_CASE("a released hold ends the run after the releasing event", "[sim]") {
+  Simulator sim;
+  CountLog log{&sim, {}};
+  auto work = [&]() -> Task<void> { co_await sim.delay(10); };
+  struct Release {
+    static void fire(void* ctx, std::uint64_t) { static_cast<Simulator*>(ctx)->release_run(); }
+  };
+  sim.spawn("work", work());
+  sim.hold_run();
+  sim.schedule(20, &Release::fire, &sim);
+  sim.schedule(20, &CountLog::record, &log);
+  REQUIRE(sim.run() == RunEnd::all_done);
+  REQUIRE(sim.now() == 20);
+  REQUIRE(log.seen.empty());
+}
+
+TEST_CASE("notify wakes many waiters in wait order and skips one whose wait ended by timeout", "[sim]") {
+  Simulator sim;
+  Signal sig;
+  std::vector<std::string> log;
+  auto waiter = [&](std::string tag, Tick deadline) -> Task<void> {
+    co_await sig.wait(sim, "test signal", 0, deadline);
+    log.push_back(tag + (sim.current()->timed_out() ? " timed out@" : "@") + std::to_string(sim.now()));
+  };
+  auto notifier = [&]() -> Task<void> {
+    co_await sim.delay(42);
+    REQUIRE(sig.waiter_count() == 5);
+    REQUIRE(sig.notify_all(sim) == 4);
+    REQUIRE(sig.waiter_count() == 0);
+    REQUIRE(sig.notify_all(sim) == 0);
+  };
+  sim.spawn("a", waiter("a", kNever));
+  sim.spawn("b", waiter("b", 7));
+  sim.spawn("c", waiter("c", kNever));
+  sim.spawn("d", waiter("d", kNever));
+  sim.spawn("e", waiter("e", kNever));
+  sim.spawn("n", notifier());
+  sim.run();
+  REQUIRE(log == std::vector<std::string>{"b timed out@7", "a@42", "c@42", "d@42", "e@42"});
+}
+
+TEST_CASE("a stale signal entry does not wake a process that now waits on something else", "[sim]") {
+  Simulator sim;
+  Signal first, second;
+  std::vector<std::string> log;
+  auto waiter = [&]() -> Task<void> {
+    co_await first.wait(sim, "first", 0, 5);  // times out: its entry in `first` is stale
+    co_await second.wait(sim, "second");
+    log.push_back("woken@" + std::to_string(sim.now()));
+  };
+  auto notifier = [&]() -> Task<void> {
+    co_await sim.delay(10);
+    REQUIRE(first.notify_all(sim) == 0);
+    co_await sim.delay(10);
+    REQUIRE(second.notify_all(sim) == 1);
+  };
+  sim.spawn("w", waiter());
+  sim.spawn("n", notifier());
+  sim.run();
+  REQUIRE(log == std::vector<std::string>{"woken@20"});
+}
+
+TEST_CASE("a waiting process shows what it waits on and since when, a running one nothing", "[sim]") {
+  Simulator sim;
+  Signal sig;
+  Process* w = nullptr;
+  auto waiter = [&]() -> Task<void> {
+    co_await sim.delay(3);
+    co_await sig.wait(sim, "the flag", 0x40);
+  };
+  auto observer = [&]() -> Task<void> {
+    co_await sim.delay(1);
+    CHECK(w->waiting());
+    CHECK(w->waiting_on() == Simulator::kDelayWait);
+    co_await sim.delay(9);
+    CHECK(w->waiting());
+    CHECK(w->waiting_on() == "the flag");
+    CHECK(w->wait_address() == 0x40);
+    CHECK(w->wait_since() == 3);
+    const std::uint64_t id = w->wait_id();
+    sim.wake(w, id);
+    sim.wake(w, id);  // a second wake-up for the same wait is stale
+    CHECK_FALSE(sim.current()->waiting());
+    CHECK(sim.current()->waiting_on().empty());
+  };
+  w = &sim.spawn("w", waiter());
+  sim.spawn("o", observer());
+  REQUIRE(sim.run() == RunEnd::all_done);
+  REQUIRE_FALSE(w->waiting());
+  REQUIRE(w->waiting_on().empty());
+}

@@ -36,9 +36,9 @@ Process& Simulator::spawn(std::string name, Task<void> task, bool daemon) {
     ++live_non_daemon_;
     non_daemon_spawned_ = true;
   }
-  // Start it at the current time, in scheduling order.
+  // Start it at the current time, in scheduling order: its first wait (id 1).
   p->resume_point_ = h;
-  p->waiting_ = true;
+  p->wait_id_ = 1;
   p->waiting_on_ = "start";
   p->wait_since_ = now_;
   schedule(now_, &Simulator::resume_event, p, p->wait_id_);
@@ -57,47 +57,75 @@ void Simulator::await_outside_process(std::string_view what) const {
   throw SimError(fmt::format("'{}' awaited outside of any process", what));
 }
 
+// Only the run loop resumes processes, and never from inside one: current_
+// is nullptr before and after.
+inline void Simulator::resume(Process* p, std::uint64_t wait_id) {
+  if (p->wait_id_ != wait_id) [[unlikely]]
+    return;  // stale wake-up (wait_id is always a wait's odd id)
+  p->wait_id_ = wait_id + 1;  // even: running
+  current_ = p;
+  p->resume_point_.resume();
+  current_ = nullptr;
+}
+
 void Simulator::resume_event(void* ctx, std::uint64_t arg) {
   auto* p = static_cast<Process*>(ctx);
-  if (!p->waiting_ || p->wait_id_ != arg) return;  // stale wake-up
-  p->waiting_ = false;
-  p->waiting_on_ = {};
-  ++p->wait_id_;
-  Simulator* sim = p->sim_;
-  Process* outer = sim->current_;
-  sim->current_ = p;
-  p->resume_point_.resume();
-  sim->current_ = outer;
+  p->sim_->resume(p, arg);
 }
 
 void Simulator::timeout_event(void* ctx, std::uint64_t arg) {
   auto* p = static_cast<Process*>(ctx);
-  if (!p->waiting_ || p->wait_id_ != arg) return;
+  if (p->wait_id_ != arg) return;
   p->timed_out_ = true;
   resume_event(ctx, arg);
 }
 
 void Simulator::process_done(Process* p, std::exception_ptr error) {
   p->done_ = true;
-  p->waiting_ = false;
   ++done_count_;
-  if (!p->daemon_) --live_non_daemon_;
+  if (!p->daemon_ && --live_non_daemon_ == 0) halt_check_ = true;
   if (error && !first_error_) {
     first_error_ = error;
-    stop_requested_ = true;
+    stop();
   }
 }
 
-inline void Simulator::run_event(void (*fn)(void*, std::uint64_t), void* ctx, std::uint64_t arg) {
-  ++events_executed_;
-  // Process resumptions are nearly all events: call them directly (inlined)
-  // rather than through the pointer.
-  if (fn == &Simulator::resume_event)
-    resume_event(ctx, arg);
-  else if (fn == &Simulator::timeout_event)
-    timeout_event(ctx, arg);
-  else
-    fn(ctx, arg);
+[[gnu::always_inline]] inline void Simulator::run_batch(std::size_t limit) {
+  // cur_ does not change while its events run (they schedule into due_), so
+  // its storage and the index stay in registers; cur_head_ is stored before
+  // each event so that events_executed() counts it.
+  const Event* events = cur_.begin();
+  std::size_t i = cur_head_;
+  while (i < limit) {
+    const Event& e = events[i];
+    cur_head_ = ++i;
+    // Process resumptions are nearly all events: call them directly (inlined)
+    // rather than through the pointer.
+    if (e.fn == &Simulator::resume_event) [[likely]]
+      resume(static_cast<Process*>(e.ctx), e.arg);
+    else if (e.fn == &Simulator::timeout_event)
+      timeout_event(e.ctx, e.arg);
+    else
+      e.fn(e.ctx, e.arg);
+    if (halt_check_) [[unlikely]]
+      return;
+  }
+}
+
+[[gnu::always_inline]] inline std::size_t Simulator::batch_limit(const RunLimits& limits, std::uint64_t tick_start) const {
+  std::size_t limit = cur_.size();
+  const std::size_t left = limit - cur_head_;
+  const std::uint64_t executed = events_executed();
+  // The watchdog fails after the event that makes this tick's count exceed
+  // the maximum (the count never exceeds it here: that failed already).
+  const std::uint64_t to_watchdog = limits.max_events_per_tick - (executed - tick_start);
+  if (to_watchdog < left) limit = cur_head_ + static_cast<std::size_t>(to_watchdog) + 1;
+  // The progress hook runs after the event whose count is a multiple of 2^k.
+  if (progress_hook_) {
+    const std::uint64_t to_hook = progress_mask_ + 1 - (executed & progress_mask_);
+    if (to_hook < limit - cur_head_) limit = cur_head_ + static_cast<std::size_t>(to_hook);
+  }
+  return limit;
 }
 
 bool Simulator::advance(Tick until, Tick& next) {
@@ -153,10 +181,10 @@ std::string Simulator::describe_processes() const {
   for (bool daemon : {false, true})
     for (const auto& p : processes_) {
       if (p->done_ || p->daemon_ != daemon) continue;
-      const bool idle = p->waiting_ && p->waiting_on_ != kDelayWait;
+      const bool idle = p->waiting() && p->waiting_on_ != kDelayWait;
       if (daemon && idle && ++waiting_daemons > kWaitingDaemonsShown) continue;
       out += fmt::format("  {}{}: ", p->name_, daemon ? " (daemon)" : "");
-      if (p->waiting_) {
+      if (p->waiting()) {
         out += fmt::format("waits on {}", p->waiting_on_);
         if (p->wait_address_ != 0) {
           out += fmt::format(" at {:#x}", p->wait_address_);
@@ -178,25 +206,35 @@ void Simulator::watchdog_fail(const std::string& why) const {
 
 RunEnd Simulator::run(const RunLimits& limits) {
   stop_requested_ = false;
-  std::uint64_t events_this_tick = 0;
+  halt_check_ = true;  // the run may be over before its first event
+  std::uint64_t tick_start = events_executed();  // the count when this tick began (or the run)
   last_progress_ = now_;
   RunEnd end = RunEnd::queue_empty;
   for (;;) {
-    if (stop_requested_) {
-      end = RunEnd::stopped;
-      break;
-    }
-    if (live_non_daemon_ == 0 && non_daemon_spawned_) {
-      end = RunEnd::all_done;
-      break;
+    // Checked before every event: run_batch returns after any event that
+    // requested a stop or dropped the live count to zero.
+    if (halt_check_) [[unlikely]] {
+      halt_check_ = false;
+      if (stop_requested_) {
+        end = RunEnd::stopped;
+        break;
+      }
+      if (live_non_daemon_ == 0 && non_daemon_spawned_) {
+        end = RunEnd::all_done;
+        break;
+      }
     }
     if (cur_head_ < cur_.size()) {
-      const Event& next = cur_[cur_head_++];
-      run_event(next.fn, next.ctx, next.arg);
-      if ((events_executed_ & progress_mask_) == 0 && progress_hook_) [[unlikely]]
+      run_batch(batch_limit(limits, tick_start));
+      const std::uint64_t executed = events_executed();
+      if ((executed & progress_mask_) == 0 && progress_hook_) [[unlikely]]
         progress_hook_();
+      if (executed - tick_start > limits.max_events_per_tick) [[unlikely]]
+        watchdog_fail(
+            fmt::format("simulated time stopped advancing ({} events without time moving)", executed - tick_start));
     } else if (!due_.empty()) {
       // Everything in cur_ ran: the events scheduled meanwhile come next.
+      events_before_cur_ += cur_head_;
       cur_.clear();
       cur_head_ = 0;
       cur_.swap(due_);
@@ -213,14 +251,12 @@ RunEnd Simulator::run(const RunLimits& limits) {
         break;
       }
       now_ = next;
-      events_this_tick = 0;
+      tick_start = events_executed();
       if (limits.max_time_without_progress != kNever && now_ - last_progress_ > limits.max_time_without_progress)
         watchdog_fail(fmt::format("no progress for {}", format_time(now_ - last_progress_)));
       if (done_count_ > 64 && done_count_ * 2 > processes_.size()) reap_done_processes();
       continue;
     }
-    if (++events_this_tick > limits.max_events_per_tick) [[unlikely]]
-      watchdog_fail(fmt::format("simulated time stopped advancing ({} events without time moving)", events_this_tick));
   }
   if (first_error_) {
     auto e = first_error_;
@@ -233,7 +269,19 @@ RunEnd Simulator::run(const RunLimits& limits) {
 }
 
 void Signal::prune() {
-  waiters_.retain_if([](const Waiter& w) { return w.p->waiting_ && w.p->wait_id_ == w.id; });
+  more_.retain_if([](const Waiter& w) { return w.p->wait_id_ == w.id; });
+}
+
+std::size_t Signal::notify_more(Simulator& sim) {
+  std::size_t n = 0;
+  for (const Waiter& w : more_) {
+    if (w.p->wait_id_ == w.id) {
+      sim.wake_current_wait(w.p, w.id);
+      ++n;
+    }
+  }
+  more_.clear();
+  return n;
 }
 
 }  // namespace cohsim::sim

@@ -127,13 +127,17 @@ class Process {
   const std::string& name() const { return name_; }
   bool done() const { return done_; }
   bool daemon() const { return daemon_; }
+  /// True while the process is suspended in a wait (its wait id is odd).
+  bool waiting() const { return (wait_id_ & 1) != 0; }
   /// What the process waits on now ("" while runnable), and since when.
-  std::string_view waiting_on() const { return waiting_on_; }
+  std::string_view waiting_on() const { return waiting() ? waiting_on_ : std::string_view{}; }
   std::uint64_t wait_address() const { return wait_address_; }
   Tick wait_since() const { return wait_since_; }
   /// True when the last wait ended by its timeout rather than a notify.
   bool timed_out() const { return timed_out_; }
   /// The id of the current wait (for Simulator::wake from outside its signal).
+  /// Odd while waiting; every suspension and every resumption increments it,
+  /// so an id names one wait and a wake-up for an ended wait is recognised.
   std::uint64_t wait_id() const { return wait_id_; }
 
  private:
@@ -147,7 +151,6 @@ class Process {
   std::string_view waiting_on_{};
   std::uint64_t wait_address_ = 0;
   Tick wait_since_ = 0;
-  bool waiting_ = false;
   bool timed_out_ = false;
   bool daemon_ = false;
   bool done_ = false;
@@ -178,8 +181,8 @@ class Simulator {
 
   /// Current simulated time.
   Tick now() const { return now_; }
-  /// Number of events executed so far.
-  std::uint64_t events_executed() const { return events_executed_; }
+  /// Number of events executed so far (the one running now included).
+  std::uint64_t events_executed() const { return events_before_cur_ + cur_head_; }
 
   /// Starts `task` as a top-level process at the current time. A daemon does
   /// not keep the run alive and is not reported as stuck when it waits.
@@ -196,9 +199,14 @@ class Simulator {
   /// for it (stores still in a CPU's store buffer): run() does not end as
   /// all done while a hold is taken. Each hold_run() needs one release_run().
   void hold_run() { ++live_non_daemon_; }
-  void release_run() { --live_non_daemon_; }
+  void release_run() {
+    if (--live_non_daemon_ == 0) halt_check_ = true;
+  }
   /// Makes run() return after the current event.
-  void stop() { stop_requested_ = true; }
+  void stop() {
+    stop_requested_ = true;
+    halt_check_ = true;
+  }
 
   /// The process whose coroutine is running now (nullptr inside callbacks).
   Process* current() const { return current_; }
@@ -229,19 +237,17 @@ class Simulator {
   static constexpr std::string_view kDelayWait = "delay";
   /// Awaitable: suspends the calling process for `d` picoseconds.
   auto delay(Tick d) {
+    // The wait is recorded and its timeout scheduled here, so that the
+    // awaiter the coroutine frame keeps is one pointer.
     struct Awaiter {
-      Simulator* sim;
-      Tick d;
+      Process* p;
       bool await_ready() const noexcept { return false; }
-      void await_suspend(std::coroutine_handle<> h) {
-        // suspend_current(h, "delay", 0, now + d), with the timeout inline.
-        Process* p = sim->current_;
-        std::uint64_t id = sim->suspend_current(h, kDelayWait, 0, kNever);
-        sim->schedule(sim->now_ + d, &Simulator::timeout_event, p, id);
-      }
+      void await_suspend(std::coroutine_handle<> h) const noexcept { enter_wait(p, h); }
       void await_resume() const noexcept {}
     };
-    return Awaiter{this, d};
+    Process* p = record_wait(kDelayWait, 0);
+    schedule(now_ + d, &Simulator::timeout_event, p, p->wait_id_ + 1);
+    return Awaiter{p};
   }
 
   // --- for wait primitives (Signal and model awaitables) -------------------
@@ -249,6 +255,16 @@ class Simulator {
   /// returned id, or at `deadline` (if not kNever) with timed_out() set.
   std::uint64_t suspend_current(std::coroutine_handle<> h, std::string_view what,
                                 std::uint64_t address, Tick deadline = kNever);
+  /// suspend_current in two halves, for awaitables that keep little state:
+  /// record_wait, when the awaitable is made, records what the current
+  /// process will wait on and arms the deadline (the wait's id will be
+  /// wait_id() + 1); enter_wait, in await_suspend, suspends it at `h` and
+  /// returns the id. Nothing may be awaited or scheduled in between.
+  Process* record_wait(std::string_view what, std::uint64_t address, Tick deadline = kNever);
+  static std::uint64_t enter_wait(Process* p, std::coroutine_handle<> h) {
+    p->resume_point_ = h;
+    return ++p->wait_id_;
+  }
   /// Resumes process p (at now) if it still waits with this id.
   void wake(Process* p, std::uint64_t wait_id);
 
@@ -269,10 +285,26 @@ class Simulator {
     std::uint64_t arg;
   };
   friend struct detail::PromiseBase;
+  friend class Signal;
   static void resume_event(void* ctx, std::uint64_t arg);
+  /// Resumes p if it still waits with this id (else the wake-up is stale).
+  void resume(Process* p, std::uint64_t wait_id);
   static void timeout_event(void* ctx, std::uint64_t arg);
   void process_done(Process* p, std::exception_ptr error);
-  void run_event(void (*fn)(void*, std::uint64_t), void* ctx, std::uint64_t arg);
+  /// Schedules p's resumption now for a wait id known to be current.
+  /// (While events run, base_ == now_: the wake-up goes straight to due_.)
+  void wake_current_wait(Process* p, std::uint64_t wait_id) {
+    if (base_ == now_) [[likely]]
+      due_.push_back(Event{now_, &Simulator::resume_event, p, wait_id});
+    else
+      schedule(now_, &Simulator::resume_event, p, wait_id);
+  }
+  /// Runs cur_ from cur_head_ up to index `limit`, or until an event asks
+  /// for a halt check.
+  void run_batch(std::size_t limit);
+  /// The index of cur_ after which run() must look at the progress hook or
+  /// the per-tick watchdog, at most cur_.size().
+  std::size_t batch_limit(const RunLimits& limits, std::uint64_t tick_start) const;
   /// Moves the earliest future tick's events to due_ and returns true, or
   /// returns false (moving nothing) when there is none or it is past `until`.
   bool advance(Tick until, Tick& next);
@@ -284,9 +316,11 @@ class Simulator {
 
   Tick now_ = 0;
   Tick base_ = 0;  // radix base: every queued time is >= base_; base_ <= now_
-  std::uint64_t events_executed_ = 0;
+  // Events are counted by position: those before cur_ plus cur_head_, the
+  // running event included (the run loop does no per-event count).
+  std::uint64_t events_before_cur_ = 0;
   detail::PodVec<Event> cur_;  // events at now_ being run, in order
-  std::size_t cur_head_ = 0;
+  std::size_t cur_head_ = 0;   // cur_[0, cur_head_) ran or runs now
   detail::PodVec<Event> due_;  // events at base_ (== now_) scheduled after cur_
   std::uint64_t occupied_ = 0;  // bit k set iff buckets_[k] is not empty
   detail::PodVec<Event> buckets_[64];
@@ -296,6 +330,9 @@ class Simulator {
   std::size_t done_count_ = 0;
   Process* current_ = nullptr;
   bool stop_requested_ = false;
+  // Set when stop is requested or the live count drops to zero: the run loop
+  // then checks whether to end (one flag instead of two checks per event).
+  bool halt_check_ = false;
   std::exception_ptr first_error_{};
   Tick last_progress_ = 0;
   std::function<std::string(std::uint64_t)> describe_address_;
@@ -312,36 +349,35 @@ class Signal {
   /// Awaitable: suspends the calling process until notify_all() (or until
   /// `deadline`; check Process::timed_out()).
   auto wait(Simulator& sim, std::string_view what, std::uint64_t address = 0, Tick deadline = kNever) {
+    // The wait is recorded here (see Simulator::record_wait): the awaiter
+    // the coroutine frame keeps is two pointers.
     struct Awaiter {
       Signal* sig;
-      Simulator* sim;
-      std::string_view what;
-      std::uint64_t address;
-      Tick deadline;
+      Process* p;
       bool await_ready() const noexcept { return false; }
-      void await_suspend(std::coroutine_handle<> h) {
-        Process* p = sim->current();
-        std::uint64_t id = sim->suspend_current(h, what, address, deadline);
-        sig->add(p, id);
-      }
+      void await_suspend(std::coroutine_handle<> h) { sig->add(p, Simulator::enter_wait(p, h)); }
       void await_resume() const noexcept {}
     };
-    return Awaiter{this, &sim, what, address, deadline};
+    return Awaiter{this, sim.record_wait(what, address, deadline)};
   }
   /// Wakes every process waiting now (they run at the current time, in the
   /// order they started waiting). Returns how many were woken.
   std::size_t notify_all(Simulator& sim);
   /// Number of registered waiters (stale entries included).
-  std::size_t waiter_count() const { return waiters_.size(); }
+  std::size_t waiter_count() const { return (first_.p != nullptr ? 1 : 0) + more_.size(); }
 
  private:
   void add(Process* p, std::uint64_t id);
-  void prune();  // drops stale waiters
+  void prune();  // drops stale waiters from more_
+  std::size_t notify_more(Simulator& sim);
   struct Waiter {
     Process* p;
     std::uint64_t id;
   };
-  detail::PodVec<Waiter> waiters_;
+  // The waiters in wait order: the first inline (most signals have one
+  // waiter at a time), the others in more_, which is empty while first_ is.
+  Waiter first_{nullptr, 0};
+  detail::PodVec<Waiter> more_;
 };
 
 // --- hot paths, inline ------------------------------------------------------
@@ -358,43 +394,49 @@ inline void Simulator::schedule(Tick at, void (*fn)(void*, std::uint64_t), void*
   occupied_ |= std::uint64_t{1} << k;
 }
 
-inline std::uint64_t Simulator::suspend_current(std::coroutine_handle<> h, std::string_view what,
-                                                std::uint64_t address, Tick deadline) {
+inline Process* Simulator::record_wait(std::string_view what, std::uint64_t address, Tick deadline) {
   Process* p = current_;
   if (p == nullptr) [[unlikely]]
     await_outside_process(what);
-  p->resume_point_ = h;
-  p->waiting_ = true;
   p->timed_out_ = false;
   p->waiting_on_ = what;
   p->wait_address_ = address;
   p->wait_since_ = now_;
-  std::uint64_t id = ++p->wait_id_;
   if (deadline != kNever) [[unlikely]]
-    arm_timeout(p, deadline, id);
-  return id;
+    arm_timeout(p, deadline, p->wait_id_ + 1);
+  return p;
+}
+
+inline std::uint64_t Simulator::suspend_current(std::coroutine_handle<> h, std::string_view what,
+                                                std::uint64_t address, Tick deadline) {
+  return enter_wait(record_wait(what, address, deadline), h);
 }
 
 inline void Simulator::wake(Process* p, std::uint64_t wait_id) {
-  if (p->waiting_ && p->wait_id_ == wait_id) schedule(now_, &Simulator::resume_event, p, wait_id);
+  if (p->wait_id_ == wait_id && (wait_id & 1) != 0) wake_current_wait(p, wait_id);
 }
 
 inline std::size_t Signal::notify_all(Simulator& sim) {
+  if (first_.p == nullptr) return 0;
   std::size_t n = 0;
-  for (const Waiter& w : waiters_) {
-    if (w.p->waiting_ && w.p->wait_id_ == w.id) {
-      sim.wake(w.p, w.id);
-      ++n;
-    }
+  if (first_.p->wait_id_ == first_.id) {  // first_.id is a wait's (odd) id: still waiting
+    sim.wake_current_wait(first_.p, first_.id);
+    n = 1;
   }
-  waiters_.clear();
+  first_.p = nullptr;
+  if (!more_.empty()) [[unlikely]]
+    n += notify_more(sim);
   return n;
 }
 
 inline void Signal::add(Process* p, std::uint64_t id) {
-  if (waiters_.size() >= 64) [[unlikely]]
+  if (first_.p == nullptr) [[likely]] {
+    first_ = {p, id};
+    return;
+  }
+  if (more_.size() >= 64) [[unlikely]]
     prune();
-  waiters_.push_back({p, id});
+  more_.push_back({p, id});
 }
 
 }  // namespace cohsim::sim
