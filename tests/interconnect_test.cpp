@@ -77,6 +77,21 @@ TEST_CASE("the interconnect keeps a path only for the endpoint pairs asked for, 
   CHECK(icn.paths_kept() == 3);
 }
 
+TEST_CASE("a message between dies walks exactly the links of its path, from the legs and die route send() keeps",
+          "[interconnect]") {
+  for (auto [a, b] : {std::pair{30, 77}, std::pair{77, 30}, std::pair{30, 96}, std::pair{5, 53}}) {
+    Rig r(platform_json());  // an idle machine each time
+    auto& icn = *r.icn;
+    CHECK(icn.send(a, b, 0) == icn.latency(a, b));
+    std::multiset<int> walked, on_path;
+    for (std::size_t i = 0; i < icn.links().size(); ++i)
+      for (std::uint64_t m = 0; m < icn.links()[i].messages; ++m) walked.insert(static_cast<int>(i));
+    for (const auto& step : icn.path(a, b).steps)
+      if (step.link >= 0) on_path.insert(step.link);
+    CHECK(walked == on_path);
+  }
+}
+
 TEST_CASE("a die ring is a set of segments: a message crosses those between its stops, the shorter way round",
           "[interconnect]") {
   Rig r(platform_json());

@@ -55,6 +55,9 @@ Interconnect::Interconnect(config::Reader r, const topo::Topology& topo, const s
   }
   for (int d = 0; d < topo.die_count(); ++d)
     endpoints_.push_back({d / topo.dies_per_socket(), d, -1, -1, fmt::format("l3.die{}", d)});
+  legs_out_.resize(endpoints_.size());
+  legs_in_.resize(endpoints_.size());
+  die_routes_.resize(static_cast<std::size_t>(topo.die_count()) * static_cast<std::size_t>(topo.die_count()));
 }
 
 void Interconnect::read_die_network(config::Reader& die) {
@@ -77,6 +80,8 @@ void Interconnect::read_die_network(config::Reader& die) {
 
 int Interconnect::add_device(const std::string& name, int socket) {
   endpoints_.push_back({socket, socket * topo_.dies_per_socket() + topo_.gateway_die(), -1, -1, name});
+  legs_out_.resize(endpoints_.size());
+  legs_in_.resize(endpoints_.size());
   return static_cast<int>(endpoints_.size()) - 1;
 }
 
@@ -210,6 +215,30 @@ const Interconnect::Path& Interconnect::path(int a, int b) {
   return p;
 }
 
+const std::vector<Interconnect::Step>& Interconnect::leg(int ep, bool out) {
+  KeptSteps& kept = (out ? legs_out_ : legs_in_)[static_cast<std::size_t>(ep)];
+  if (!kept.valid) {
+    const Endpoint& e = endpoint(ep);
+    Path p;
+    if (out) cross_die_network(p, e.die_global, stop_of(e), 0);
+    else cross_die_network(p, e.die_global, 0, stop_of(e));
+    kept = {true, std::move(p.steps)};
+  }
+  return kept.steps;
+}
+
+const std::vector<Interconnect::Step>& Interconnect::die_route(int from, int to) {
+  KeptSteps& kept = die_routes_[static_cast<std::size_t>(from) * static_cast<std::size_t>(topo_.die_count()) +
+                                static_cast<std::size_t>(to)];
+  if (!kept.valid) {
+    // A die's endpoints all route alike between dies: its first L3 stands for them.
+    Path p;
+    route_dies(p, endpoint(llc_endpoint(from)), endpoint(llc_endpoint(to)));
+    kept = {true, std::move(p.steps)};
+  }
+  return kept.steps;
+}
+
 Tick Interconnect::reserve(Link& l, Tick ready) {
   const Tick occupancy = cost(l.cls).occupancy;
   ++l.messages;
@@ -236,11 +265,22 @@ Tick Interconnect::send(int a, int b, Tick at) {
   // An agent's message to itself (a die's L3 answering its own directory
   // step) costs nothing; a CPU's to itself crosses its core.
   if (a == b && endpoint(a).core_global < 0) return at;
-  const Path& p = path(a, b);
   Tick t = at;
-  for (const Step& s : p.steps) {
-    if (s.link >= 0) t = reserve(links_[static_cast<std::size_t>(s.link)], t);
-    t += s.latency;
+  auto walk = [&](const std::vector<Step>& steps) {
+    for (const Step& s : steps) {
+      if (s.link >= 0) t = reserve(links_[static_cast<std::size_t>(s.link)], t);
+      t += s.latency;
+    }
+  };
+  const int da = endpoint(a).die_global, db = endpoint(b).die_global;
+  if (da == db) {
+    walk(path(a, b).steps);  // pairs within one die: kept per pair
+  } else {
+    // The same steps as path(a, b), from pieces kept per endpoint and per die
+    // pair, so memory grows with endpoints and dies^2, not endpoints^2.
+    walk(leg(a, true));
+    walk(die_route(da, db));
+    walk(leg(b, false));
   }
   return t;
 }

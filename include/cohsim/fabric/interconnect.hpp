@@ -129,6 +129,15 @@ class Interconnect {
   void cross_die_network(Path& p, int die, int from, int to);
   void route_dies(Path& p, const Endpoint& a, const Endpoint& b);
   void read_die_network(config::Reader& die);
+  /// Steps kept once computed (a leg per endpoint, a route per die pair).
+  struct KeptSteps {
+    bool valid = false;
+    std::vector<Step> steps;
+  };
+  /// Endpoint `ep`'s way from its stop to its die's stop 0 (`out`), or back (in).
+  const std::vector<Step>& leg(int ep, bool out);
+  /// From stop 0 of die `from` to stop 0 of die `to` (different dies).
+  const std::vector<Step>& die_route(int from, int to);
   /// Books the earliest slot on `l` at or after `ready`; returns its start.
   Tick reserve(Link& l, Tick ready);
 
@@ -141,6 +150,8 @@ class Interconnect {
   std::vector<Link> links_;
   std::unordered_map<std::uint64_t, int> link_ids_;  ///< packed LinkKey -> link id
   std::unordered_map<std::uint64_t, Path> paths_;     ///< (a << 32 | b) -> path, for pairs used so far
+  std::vector<KeptSteps> legs_out_, legs_in_;  ///< per endpoint: what send() composes a path between dies from
+  std::vector<KeptSteps> die_routes_;          ///< per (from die, to die)
 };
 
 }  // namespace cohsim::fabric
