@@ -59,6 +59,39 @@ TEST_CASE("kunpeng920 paths walk the hops of their class and cost their sum unlo
   CHECK(icn.latency(30, icn.home_endpoint(0)) == 2 * die + lat(icn, HopClass::cross_die));
 }
 
+TEST_CASE("the interconnect keeps a path only for the endpoint pairs asked for, and a device added later leaves them "
+          "valid",
+          "[interconnect]") {
+  Rig r(platform_json());
+  auto& icn = *r.icn;
+  CHECK(icn.paths_kept() == 0);
+  const auto& far = icn.path(0, 48);
+  const Tick far_latency = far.latency;
+  icn.path(0, 48);
+  icn.path(48, 0);
+  CHECK(icn.paths_kept() == 2);  // not endpoints squared: memory follows the pairs that talk
+  const int dev = icn.add_device("test.dev", 1);
+  CHECK(far.latency == far_latency);  // the kept path survives the new endpoint
+  CHECK(far.steps.size() == icn.path(0, 48).steps.size());
+  CHECK(icn.path(dev, 48).widest == HopClass::die);  // the device sits on socket 1's gateway die
+  CHECK(icn.paths_kept() == 3);
+}
+
+TEST_CASE("a message between dies walks exactly the links of its path, from the legs and die route send() keeps",
+          "[interconnect]") {
+  for (auto [a, b] : {std::pair{30, 77}, std::pair{77, 30}, std::pair{30, 96}, std::pair{5, 53}}) {
+    Rig r(platform_json());  // an idle machine each time
+    auto& icn = *r.icn;
+    CHECK(icn.send(a, b, 0) == icn.latency(a, b));
+    std::multiset<int> walked, on_path;
+    for (std::size_t i = 0; i < icn.links().size(); ++i)
+      for (std::uint64_t m = 0; m < icn.links()[i].messages; ++m) walked.insert(static_cast<int>(i));
+    for (const auto& step : icn.path(a, b).steps)
+      if (step.link >= 0) on_path.insert(step.link);
+    CHECK(walked == on_path);
+  }
+}
+
 TEST_CASE("a die ring is a set of segments: a message crosses those between its stops, the shorter way round",
           "[interconnect]") {
   Rig r(platform_json());

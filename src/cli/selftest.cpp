@@ -257,7 +257,9 @@ int cmd_selftest(const std::vector<std::string>& args) {
   std::vector<std::vector<Access>> logs(static_cast<std::size_t>(cpus));
   std::unordered_map<fabric::Addr, std::unordered_map<std::uint64_t, std::size_t>> position;
   m.fabric().set_write_observer([&](fabric::Addr a, int size, std::uint64_t v) {
-    if (size == 8) position[a].emplace(v, position[a].size() + 1);
+    if (size != 8) return;
+    auto& order = position[a];  // one look-up of the word per write
+    order.emplace(v, order.size() + 1);
   });
   sim::RandomStream jitter(seed, "selftest.jitter");
   const int stride = std::max(1, m.cpu_count() / cpus);

@@ -55,8 +55,9 @@ Interconnect::Interconnect(config::Reader r, const topo::Topology& topo, const s
   }
   for (int d = 0; d < topo.die_count(); ++d)
     endpoints_.push_back({d / topo.dies_per_socket(), d, -1, -1, fmt::format("l3.die{}", d)});
-  path_stride_ = endpoints_.size();
-  paths_.assign(path_stride_ * path_stride_, Path{});
+  legs_out_.resize(endpoints_.size());
+  legs_in_.resize(endpoints_.size());
+  die_routes_.resize(static_cast<std::size_t>(topo.die_count()) * static_cast<std::size_t>(topo.die_count()));
 }
 
 void Interconnect::read_die_network(config::Reader& die) {
@@ -79,8 +80,8 @@ void Interconnect::read_die_network(config::Reader& die) {
 
 int Interconnect::add_device(const std::string& name, int socket) {
   endpoints_.push_back({socket, socket * topo_.dies_per_socket() + topo_.gateway_die(), -1, -1, name});
-  path_stride_ = endpoints_.size();
-  paths_.assign(path_stride_ * path_stride_, Path{});
+  legs_out_.resize(endpoints_.size());
+  legs_in_.resize(endpoints_.size());
   return static_cast<int>(endpoints_.size()) - 1;
 }
 
@@ -98,35 +99,58 @@ std::string Interconnect::step_name(const Step& s) const {
   return fmt::format("{} network at one stop", topo::hop_class_name(s.cls));
 }
 
-int Interconnect::link_id(HopClass c, const std::string& name) {
-  auto [it, inserted] = link_ids_.try_emplace(name, static_cast<int>(links_.size()));
+std::string Interconnect::link_name(LinkKey k) {
+  switch (k.kind) {
+    case LinkKind::core: return fmt::format("core{}", k.a);
+    case LinkKind::cluster: return fmt::format("cluster{}", k.a);
+    case LinkKind::ring_cw: return fmt::format("die{}.cw{}", k.a, k.b);
+    case LinkKind::ring_ccw: return fmt::format("die{}.ccw{}", k.a, k.b);
+    case LinkKind::mesh_e: return fmt::format("die{}.e{},{}", k.a, k.b, k.c);
+    case LinkKind::mesh_w: return fmt::format("die{}.w{},{}", k.a, k.b, k.c);
+    case LinkKind::mesh_s: return fmt::format("die{}.s{},{}", k.a, k.b, k.c);
+    case LinkKind::mesh_n: return fmt::format("die{}.n{},{}", k.a, k.b, k.c);
+    case LinkKind::cross_die: return fmt::format("xdie{}.{}>{}", k.a, k.b, k.c);
+    case LinkKind::socket: return fmt::format("qpi{}>{}", k.a, k.b);
+    case LinkKind::socket_to_nc: return fmt::format("qpi{}>nc{}", k.a, k.b);
+    case LinkKind::nc: return fmt::format("nc{}>{}", k.a, k.b);
+    case LinkKind::nc_to_socket: return fmt::format("nc{}>qpi{}", k.a, k.b);
+  }
+  return "";
+}
+
+int Interconnect::link_id(HopClass c, LinkKey k) {
+  // Each number is below 2^20 (the topology guard keeps CPUs, dies and sockets far below it).
+  const std::uint64_t packed = static_cast<std::uint64_t>(k.kind) << 60 | static_cast<std::uint64_t>(k.a) << 40 |
+                               static_cast<std::uint64_t>(k.b) << 20 | static_cast<std::uint64_t>(k.c);
+  auto [it, inserted] = link_ids_.try_emplace(packed, static_cast<int>(links_.size()));
   if (inserted) {
-    links_.push_back(Link{.cls = c, .name = name, .ports = std::vector<LinkTimeline>(static_cast<std::size_t>(ports(c)))});
+    links_.push_back(
+        Link{.cls = c, .name = link_name(k), .ports = std::vector<LinkTimeline>(static_cast<std::size_t>(ports(c)))});
   }
   return it->second;
 }
 
-void Interconnect::add_hop(Path& p, HopClass c, const std::string& name) {
-  p.steps.push_back({link_id(c, name), c, cost(c).latency});
+void Interconnect::add_hop(Path& p, HopClass c, LinkKey key) {
+  p.steps.push_back({link_id(c, key), c, cost(c).latency});
   p.latency += cost(c).latency;
   p.widest = std::max(p.widest, c);
 }
 
 void Interconnect::cross_die_network(Path& p, int die, int from, int to) {
-  std::vector<std::string> segments;
+  std::vector<LinkKey> segments;
   if (die_net_.mesh) {
     const int cols = die_net_.columns;
     int x = from % cols, y = from / cols;
     const int tx = to % cols, ty = to / cols;
-    for (; x != tx; x += x < tx ? 1 : -1) segments.push_back(fmt::format("die{}.{}{},{}", die, x < tx ? "e" : "w", x, y));
-    for (; y != ty; y += y < ty ? 1 : -1) segments.push_back(fmt::format("die{}.{}{},{}", die, y < ty ? "s" : "n", x, y));
+    for (; x != tx; x += x < tx ? 1 : -1) segments.push_back({x < tx ? LinkKind::mesh_e : LinkKind::mesh_w, die, x, y});
+    for (; y != ty; y += y < ty ? 1 : -1) segments.push_back({y < ty ? LinkKind::mesh_s : LinkKind::mesh_n, die, x, y});
   } else {
     const int n = die_net_.stops;
     const int clockwise = (to - from + n) % n;
     const bool cw = clockwise <= n - clockwise;
     const int count = cw ? clockwise : n - clockwise;
     for (int i = 0, s = from; i < count; ++i, s = (s + (cw ? 1 : n - 1)) % n)
-      segments.push_back(fmt::format("die{}.{}{}", die, cw ? "cw" : "ccw", s));
+      segments.push_back({cw ? LinkKind::ring_cw : LinkKind::ring_ccw, die, s});
   }
   const Tick total = cost(HopClass::die).latency;
   p.latency += total;
@@ -149,7 +173,7 @@ void Interconnect::route_dies(Path& p, const Endpoint& a, const Endpoint& b) {
   // Between two dies of one socket; passing through the gateway die crosses its network.
   auto cross = [&](int socket, int d1, int d2) {
     if (d1 == d2) return;
-    add_hop(p, HopClass::cross_die, fmt::format("xdie{}.{}>{}", socket, d1, d2));
+    add_hop(p, HopClass::cross_die, {LinkKind::cross_die, socket, d1, d2});
   };
   const int da = a.die_global % dps, db = b.die_global % dps;
   if (a.socket == b.socket) {
@@ -161,24 +185,24 @@ void Interconnect::route_dies(Path& p, const Endpoint& a, const Endpoint& b) {
   const int spg = topo_.sockets_per_group();
   const int ga = a.socket / spg, gb = b.socket / spg;
   if (ga == gb) {
-    add_hop(p, HopClass::socket, fmt::format("qpi{}>{}", a.socket, b.socket));
+    add_hop(p, HopClass::socket, {LinkKind::socket, a.socket, b.socket});
   } else {
-    add_hop(p, HopClass::socket, fmt::format("qpi{}>nc{}", a.socket, ga));
-    add_hop(p, HopClass::node_controller, fmt::format("nc{}>{}", ga, gb));
-    add_hop(p, HopClass::socket, fmt::format("nc{}>qpi{}", gb, b.socket));
+    add_hop(p, HopClass::socket, {LinkKind::socket_to_nc, a.socket, ga});
+    add_hop(p, HopClass::node_controller, {LinkKind::nc, ga, gb});
+    add_hop(p, HopClass::socket, {LinkKind::nc_to_socket, gb, b.socket});
   }
   if (db != gw) cross_die_network(p, b.socket * dps + gw, 0, 0);
   cross(b.socket, gw, db);
 }
 
 const Interconnect::Path& Interconnect::path(int a, int b) {
-  Path& p = paths_[static_cast<std::size_t>(a) * path_stride_ + static_cast<std::size_t>(b)];
+  Path& p = paths_[static_cast<std::uint64_t>(a) << 32 | static_cast<std::uint32_t>(b)];
   if (p.valid) return p;
   const Endpoint &x = endpoint(a), &y = endpoint(b);
   if (x.core_global >= 0 && x.core_global == y.core_global) {
-    add_hop(p, HopClass::smt, fmt::format("core{}", x.core_global));
+    add_hop(p, HopClass::smt, {LinkKind::core, x.core_global});
   } else if (x.cluster_global >= 0 && x.cluster_global == y.cluster_global && topo_.clusters_per_die() > 1) {
-    add_hop(p, HopClass::cluster, fmt::format("cluster{}", x.cluster_global));
+    add_hop(p, HopClass::cluster, {LinkKind::cluster, x.cluster_global});
   } else if (x.die_global == y.die_global) {
     cross_die_network(p, x.die_global, stop_of(x), stop_of(y));
   } else {
@@ -189,6 +213,30 @@ const Interconnect::Path& Interconnect::path(int a, int b) {
   }
   p.valid = true;
   return p;
+}
+
+const std::vector<Interconnect::Step>& Interconnect::leg(int ep, bool out) {
+  KeptSteps& kept = (out ? legs_out_ : legs_in_)[static_cast<std::size_t>(ep)];
+  if (!kept.valid) {
+    const Endpoint& e = endpoint(ep);
+    Path p;
+    if (out) cross_die_network(p, e.die_global, stop_of(e), 0);
+    else cross_die_network(p, e.die_global, 0, stop_of(e));
+    kept = {true, std::move(p.steps)};
+  }
+  return kept.steps;
+}
+
+const std::vector<Interconnect::Step>& Interconnect::die_route(int from, int to) {
+  KeptSteps& kept = die_routes_[static_cast<std::size_t>(from) * static_cast<std::size_t>(topo_.die_count()) +
+                                static_cast<std::size_t>(to)];
+  if (!kept.valid) {
+    // A die's endpoints all route alike between dies: its first L3 stands for them.
+    Path p;
+    route_dies(p, endpoint(llc_endpoint(from)), endpoint(llc_endpoint(to)));
+    kept = {true, std::move(p.steps)};
+  }
+  return kept.steps;
 }
 
 Tick Interconnect::reserve(Link& l, Tick ready) {
@@ -217,11 +265,22 @@ Tick Interconnect::send(int a, int b, Tick at) {
   // An agent's message to itself (a die's L3 answering its own directory
   // step) costs nothing; a CPU's to itself crosses its core.
   if (a == b && endpoint(a).core_global < 0) return at;
-  const Path& p = path(a, b);
   Tick t = at;
-  for (const Step& s : p.steps) {
-    if (s.link >= 0) t = reserve(links_[static_cast<std::size_t>(s.link)], t);
-    t += s.latency;
+  auto walk = [&](const std::vector<Step>& steps) {
+    for (const Step& s : steps) {
+      if (s.link >= 0) t = reserve(links_[static_cast<std::size_t>(s.link)], t);
+      t += s.latency;
+    }
+  };
+  const int da = endpoint(a).die_global, db = endpoint(b).die_global;
+  if (da == db) {
+    walk(path(a, b).steps);  // pairs within one die: kept per pair
+  } else {
+    // The same steps as path(a, b), from pieces kept per endpoint and per die
+    // pair, so memory grows with endpoints and dies^2, not endpoints^2.
+    walk(leg(a, true));
+    walk(die_route(da, db));
+    walk(leg(b, false));
   }
   return t;
 }

@@ -36,6 +36,7 @@ void LinkTimeline::book(sim::Tick start, sim::Tick length) {
 }
 
 void LinkTimeline::forget_before(sim::Tick now) {
+  if (busy_.empty() || busy_.front().second > now) return;  // the common case: nothing ended yet
   auto ended = std::upper_bound(busy_.begin(), busy_.end(), now,
                                 [](sim::Tick t, const auto& b) { return t < b.second; });
   busy_.erase(busy_.begin(), ended);

@@ -8,8 +8,8 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cohsim/config/params.hpp"
@@ -88,8 +88,11 @@ class Interconnect {
     HopClass widest = HopClass::smt;
     bool valid = false;
   };
-  /// The path from endpoint a to b (cached).
+  /// The path from endpoint a to b (computed on first use and kept: memory
+  /// follows the endpoint pairs that talk, not endpoints squared).
   const Path& path(int a, int b);
+  /// Endpoint pairs whose path has been computed and kept.
+  std::size_t paths_kept() const { return paths_.size(); }
   /// Sends one message leaving `a` at time `at` (not before now); returns its
   /// arrival time at `b` (`at` itself when a non-CPU agent sends to itself), after booking on each link on the way the earliest
   /// free slot of the class occupancy at or after the time it gets there.
@@ -109,13 +112,32 @@ class Interconnect {
   const topo::Topology& topology() const { return topo_; }
 
  private:
-  int link_id(HopClass c, const std::string& name);
-  void add_hop(Path& p, HopClass c, const std::string& name);
+  /// What identifies a link without its name: a kind and up to three numbers.
+  enum class LinkKind : std::uint8_t { core, cluster, ring_cw, ring_ccw, mesh_e, mesh_w, mesh_s, mesh_n, cross_die,
+                                       socket, socket_to_nc, nc, nc_to_socket };
+  struct LinkKey {
+    LinkKind kind;
+    int a = 0, b = 0, c = 0;
+  };
+  /// The id of the link `key` names (of class `c`), created on first use.
+  int link_id(HopClass c, LinkKey key);
+  /// The link's name in reports, e.g. "die3.cw5" or "qpi0>nc1".
+  static std::string link_name(LinkKey key);
+  void add_hop(Path& p, HopClass c, LinkKey key);
   /// Crosses die `die`'s ring or mesh from stop `from` to stop `to`: one
   /// step per segment, sharing the die latency between them.
   void cross_die_network(Path& p, int die, int from, int to);
   void route_dies(Path& p, const Endpoint& a, const Endpoint& b);
   void read_die_network(config::Reader& die);
+  /// Steps kept once computed (a leg per endpoint, a route per die pair).
+  struct KeptSteps {
+    bool valid = false;
+    std::vector<Step> steps;
+  };
+  /// Endpoint `ep`'s way from its stop to its die's stop 0 (`out`), or back (in).
+  const std::vector<Step>& leg(int ep, bool out);
+  /// From stop 0 of die `from` to stop 0 of die `to` (different dies).
+  const std::vector<Step>& die_route(int from, int to);
   /// Books the earliest slot on `l` at or after `ready`; returns its start.
   Tick reserve(Link& l, Tick ready);
 
@@ -126,9 +148,10 @@ class Interconnect {
   DieNetwork die_net_;
   std::vector<Endpoint> endpoints_;
   std::vector<Link> links_;
-  std::map<std::string, int> link_ids_;
-  std::vector<Path> paths_;  // endpoints^2, filled lazily
-  std::size_t path_stride_ = 0;
+  std::unordered_map<std::uint64_t, int> link_ids_;  ///< packed LinkKey -> link id
+  std::unordered_map<std::uint64_t, Path> paths_;     ///< (a << 32 | b) -> path, for pairs used so far
+  std::vector<KeptSteps> legs_out_, legs_in_;  ///< per endpoint: what send() composes a path between dies from
+  std::vector<KeptSteps> die_routes_;          ///< per (from die, to die)
 };
 
 }  // namespace cohsim::fabric
