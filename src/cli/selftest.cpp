@@ -218,12 +218,12 @@ std::string check_per_location(int cpu, const std::vector<Access>& log,
 
 int cmd_selftest(const std::vector<std::string>& args) {
   std::string what, platform = source_dir() + "/configs/platforms/kunpeng920.json";
-  int cpus = 8, ops = 20000, nlines = 8;
+  int cpus = 8, ops = 0, nlines = 8;
   std::uint64_t seed = 1;
   bool quiet = false;
   po::options_description d("cohsim selftest coherence [options]");
   d.add_options()("help,h", "this help")("cpus", po::value(&cpus), "CPUs taking part (spread over the machine)")(
-      "ops", po::value(&ops), "operations per CPU")("lines", po::value(&nlines), "shared lines (false sharing: 8 words each)")(
+      "ops", po::value(&ops), "operations per CPU (default: 160,000 in all, at least 100 per CPU)")("lines", po::value(&nlines), "shared lines (false sharing: 8 words each)")(
       "seed", po::value(&seed), "seed")("platform", po::value(&platform), "platform file")(
       "quiet,q", po::bool_switch(&quiet), "summary only");
   auto parsed = parse_command_line(
@@ -247,6 +247,7 @@ int cmd_selftest(const std::vector<std::string>& args) {
   scenario::Machine m(doc, seed, reg);
   if (cpus < 1 || cpus > m.cpu_count())
     throw config::ConfigError("--cpus", "", fmt::format("must be 1..{} on {}", m.cpu_count(), m.name()));
+  if (!parsed->count("ops")) ops = std::max(100, 160000 / std::max(cpus, 1));  // a big machine's run stays short
   if (ops < 1 || nlines < 1 || nlines > 4096) throw config::ConfigError("--ops/--lines", "", "must be positive (lines at most 4096)");
   m.fabric().set_checking(true);
   std::vector<fabric::Addr> lines;
