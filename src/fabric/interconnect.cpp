@@ -58,6 +58,7 @@ Interconnect::Interconnect(config::Reader r, const topo::Topology& topo, const s
   legs_out_.resize(endpoints_.size());
   legs_in_.resize(endpoints_.size());
   die_routes_.resize(static_cast<std::size_t>(topo.die_count()) * static_cast<std::size_t>(topo.die_count()));
+  reindex_paths();
 }
 
 void Interconnect::read_die_network(config::Reader& die) {
@@ -82,6 +83,7 @@ int Interconnect::add_device(const std::string& name, int socket) {
   endpoints_.push_back({socket, socket * topo_.dies_per_socket() + topo_.gateway_die(), -1, -1, name});
   legs_out_.resize(endpoints_.size());
   legs_in_.resize(endpoints_.size());
+  reindex_paths();
   return static_cast<int>(endpoints_.size()) - 1;
 }
 
@@ -195,7 +197,20 @@ void Interconnect::route_dies(Path& p, const Endpoint& a, const Endpoint& b) {
   cross(b.socket, gw, db);
 }
 
+void Interconnect::reindex_paths() {
+  dense_paths_.clear();
+  dense_stride_ = endpoints_.size() <= kDenseEndpoints ? endpoints_.size() : 0;
+  dense_paths_.assign(dense_stride_ * dense_stride_, nullptr);  // refilled from paths_ as pairs are used
+}
+
 const Interconnect::Path& Interconnect::path(int a, int b) {
+  if (dense_stride_ == 0) return find_or_build_path(a, b);
+  const Path*& slot = dense_paths_[static_cast<std::size_t>(a) * dense_stride_ + static_cast<std::size_t>(b)];
+  if (slot == nullptr) slot = &find_or_build_path(a, b);  // (paths_ keeps its elements in place)
+  return *slot;
+}
+
+const Interconnect::Path& Interconnect::find_or_build_path(int a, int b) {
   Path& p = paths_[static_cast<std::uint64_t>(a) << 32 | static_cast<std::uint32_t>(b)];
   if (p.valid) return p;
   const Endpoint &x = endpoint(a), &y = endpoint(b);
@@ -273,8 +288,8 @@ Tick Interconnect::send(int a, int b, Tick at) {
     }
   };
   const int da = endpoint(a).die_global, db = endpoint(b).die_global;
-  if (da == db) {
-    walk(path(a, b).steps);  // pairs within one die: kept per pair
+  if (da == db || dense_stride_ != 0) {
+    walk(path(a, b).steps);  // pairs within one die, or any pair of a small machine: kept per pair
   } else {
     // The same steps as path(a, b), from pieces kept per endpoint and per die
     // pair, so memory grows with endpoints and dies^2, not endpoints^2.

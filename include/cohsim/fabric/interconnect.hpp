@@ -150,6 +150,15 @@ class Interconnect {
   std::vector<Link> links_;
   std::unordered_map<std::uint64_t, int> link_ids_;  ///< packed LinkKey -> link id
   std::unordered_map<std::uint64_t, Path> paths_;     ///< (a << 32 | b) -> path, for pairs used so far
+  /// A small machine's direct index into paths_ (endpoints^2 pointers, up to
+  /// kDenseEndpoints endpoints: 2 MiB), sparing the hash look-up per message.
+  static constexpr std::size_t kDenseEndpoints = 512;
+  std::vector<const Path*> dense_paths_;
+  std::size_t dense_stride_ = 0;
+  /// Sizes (or drops) the direct index for the current endpoint count.
+  void reindex_paths();
+  /// path() without the direct index.
+  const Path& find_or_build_path(int a, int b);
   std::vector<KeptSteps> legs_out_, legs_in_;  ///< per endpoint: what send() composes a path between dies from
   std::vector<KeptSteps> die_routes_;          ///< per (from die, to die)
 };
