@@ -42,12 +42,24 @@ int cmd_topo(const std::vector<std::string>& args) {
     if (!classes.contains(cls))
       classes[cls] = {{"example", fmt::format("0-{}", b)}, {"one_way_ns", sim::to_ns(icn.latency(0, b))}};
   }
+  // A CPU list as Linux prints it (cpulist format): ascending runs, "0-27,896-923".
+  auto cpulist = [](const std::vector<int>& cpus) {
+    std::string out;
+    for (std::size_t i = 0; i < cpus.size();) {
+      std::size_t j = i;
+      while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+      out += fmt::format("{}{}", out.empty() ? "" : ",", i == j ? fmt::format("{}", cpus[i])
+                                                                : fmt::format("{}-{}", cpus[i], cpus[j]));
+      i = j + 1;
+    }
+    return out;
+  };
   json nodes = json::array();
   for (int n = 0; n < t.node_count(); ++n) {
     auto cpus = t.cpus_of_node(n);
     json lat = json::array();
     for (int c : {0}) lat.push_back(sim::to_ns(icn.latency(c, icn.home_endpoint(n))));
-    nodes.push_back({{"node", n}, {"cpus", fmt::format("{}-{} ({} CPUs)", cpus.front(), cpus.back(), cpus.size())},
+    nodes.push_back({{"node", n}, {"cpus", fmt::format("{} ({} CPUs)", cpulist(cpus), cpus.size())},
                      {"home_die", t.die_of_node(n)}, {"cpu0_to_home_ns", lat[0]}});
   }
   json params = json::array();
