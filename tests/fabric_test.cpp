@@ -488,3 +488,14 @@ TEST_CASE("a per-group directory sends one invalidation per node-controller grou
   // Socket 1 shares group 0 with the home (socket 0): the home looks it up itself.
   CHECK(r.fab->stats().unit_invalidations == 2);
 }
+
+TEST_CASE("a line homed on a group's second socket is looked up by its home for that group", "[fabric][directory]") {
+  const std::vector<int> sharers = {0, 1, 75, 80};  // socket 0 (group 0, the home's) and socket 5 (group 2)
+  Rig r(ivb_with_directory("group"));
+  Addr x = r.line(1, "x");  // node 1: socket 1, the second socket of group 0
+  for (int c : sharers) load_on(r, c, x);
+  store_on(r, 16, x, 5);  // CPU 16 is on socket 1
+  for (int c : sharers) CHECK(r.fab->state_of(c, x) == CacheState::I);
+  CHECK(r.fab->violations() == 0);
+  CHECK(r.fab->stats().unit_invalidations == 1);  // group 2 only: group 0 is the home's own
+}

@@ -38,8 +38,9 @@ DirectoryOrganisation::DirectoryOrganisation(config::Reader r) {
                                            .def = "0", .max = 1e6});
 }
 
-int Fabric::presence_unit(int agent) const {
-  const int socket = icn_.endpoint(agent_endpoint(agent)).socket;
+int Fabric::presence_unit(int agent) const { return unit_of_socket(icn_.endpoint(agent_endpoint(agent)).socket); }
+
+int Fabric::unit_of_socket(int socket) const {
   return p_.directory.presence == DirectoryOrganisation::Presence::group ? socket / topo_.sockets_per_group() : socket;
 }
 
@@ -80,8 +81,10 @@ Tick Fabric::invalidate_sharers(Txn& t, HomeLine& h, int dir_ep, Tick t0, int ac
   h.sharers.for_each([&](std::size_t s) {
     if (targeted(s)) units[presence_unit(static_cast<int>(s))].push_back(static_cast<int>(s));
   });
+  // The home's own unit (its socket or group): the home itself is that unit's agent.
+  const int home_unit = unit_of_socket(icn_.endpoint(dir_ep).socket);
   for (const auto& [unit, sharers] : units) {
-    const int uep = unit_endpoint(unit);
+    const int uep = unit == home_unit ? dir_ep : unit_endpoint(unit);
     const int udie = icn_.endpoint(uep).die_global;
     // The home's own unit is looked up by the home itself (its directory look-up covered it); another
     // unit's agent takes the invalidation through its die's tag pipeline (the remote-die snoop an exact
