@@ -247,7 +247,7 @@ int cmd_selftest(const std::vector<std::string>& args) {
   scenario::Machine m(doc, seed, reg);
   if (cpus < 1 || cpus > m.cpu_count())
     throw config::ConfigError("--cpus", "", fmt::format("must be 1..{} on {}", m.cpu_count(), m.name()));
-  if (!parsed->count("ops")) ops = std::max(100, 160000 / std::max(cpus, 1));  // a big machine's run stays short
+  if (!parsed->count("ops")) ops = std::max(100, 160000 / cpus);  // a big machine's run stays short
   if (ops < 1 || nlines < 1 || nlines > 4096) throw config::ConfigError("--ops/--lines", "", "must be positive (lines at most 4096)");
   m.fabric().set_checking(true);
   std::vector<fabric::Addr> lines;

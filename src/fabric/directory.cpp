@@ -53,11 +53,15 @@ int Fabric::unit_endpoint(int unit) const {
 
 Tick Fabric::invalidate_sharers(Txn& t, HomeLine& h, int dir_ep, Tick t0, int ack_to, bool skip_requester) {
   LineStats& ls = stats_of(t.line);
-  // One invalidation from `from` (on die `from_die`) at `at` to agent `core`;
-  // returns its arrival there (the copy is lost then).
+  // A snoop from `from` (on die `from_die`) at `at` reaches agent `core`: its
+  // arrival, through the core's die's tag pipeline when that is another die.
+  auto snoop_arrival = [&](int from, int from_die, int core, Tick at) {
+    return icn_.send(from, core_cpu_[static_cast<std::size_t>(core)], at) +
+           (agent_die(core) != from_die ? p_.remote_die_snoop : 0);
+  };
+  // One invalidation: returns its arrival (the copy is lost then).
   auto invalidate = [&](int from, int from_die, int core, Tick at) {
-    const int ep = core_cpu_[static_cast<std::size_t>(core)];
-    const Tick arr = icn_.send(from, ep, at) + (agent_die(core) != from_die ? p_.remote_die_snoop : 0);
+    const Tick arr = snoop_arrival(from, from_die, core, at);
     schedule_remote(t, core, CacheEvent::Inv, arr);
     ++ls.invalidations;
     ++stats_.invalidations;
@@ -100,7 +104,7 @@ Tick Fabric::invalidate_sharers(Txn& t, HomeLine& h, int dir_ep, Tick t0, int ac
       if (holds) {
         arr = invalidate(uep, udie, core, at_unit);
       } else {
-        arr = icn_.send(uep, ep, at_unit) + (agent_die(core) != udie ? p_.remote_die_snoop : 0);
+        arr = snoop_arrival(uep, udie, core, at_unit);
         ++stats_.blind_snoops;
       }
       unit_acked = std::max(unit_acked, icn_.send(ep, uep, arr));
@@ -108,15 +112,20 @@ Tick Fabric::invalidate_sharers(Txn& t, HomeLine& h, int dir_ep, Tick t0, int ac
     if (p_.directory.unit_filtered) {
       for (int core : sharers) snoop(core, true);
     } else {
-      // Every core of the unit (a core that holds nothing answers at once).
-      for (int core = 0; core < topo_.core_count(); ++core) {
-        if (presence_unit(core) != unit || (skip_requester && core == t.core)) continue;
+      // Every core of the unit, its sockets' cores being numbered in a row (a
+      // core that holds nothing answers at once).
+      const int cores_per_socket = topo_.core_count() / topo_.sockets();
+      const int sockets_per_unit =
+          p_.directory.presence == DirectoryOrganisation::Presence::group ? topo_.sockets_per_group() : 1;
+      const int first = unit * sockets_per_unit * cores_per_socket;
+      for (int core = first; core < first + sockets_per_unit * cores_per_socket; ++core) {
+        if (skip_requester && core == t.core) continue;
         snoop(core, std::binary_search(sharers.begin(), sharers.end(), core));
       }
       for (int core : sharers)
         if (is_llc_agent(core)) snoop(core, true);
     }
-    last_ack = std::max(last_ack, uep == ack_to ? unit_acked : icn_.send(uep, ack_to, unit_acked));
+    last_ack = std::max(last_ack, icn_.send(uep, ack_to, unit_acked));  // (nothing when the agent waits itself)
   }
   return last_ack;
 }

@@ -1,8 +1,8 @@
 // CoreSet: an exact set of caching agents (cores, and the dies' L3s), with no
 // fixed width. A directory entry or a line's statistics hold one; it grows
 // to the highest member (64 agents per word), so a line shared by a few
-// low-numbered cores costs one word, and a 4,096-CPU machine at most 64
-// words (512 bytes) per set.
+// low-numbered cores costs one word (plus the vector's header and heap
+// block), and a 4,096-CPU machine at most 64 words (512 bytes) per set.
 #pragma once
 
 #include <bit>
@@ -29,18 +29,6 @@ class CoreSet {
   void reset() {
     for (auto& w : words_) w = 0;
   }
-  /// True when there is no member.
-  bool none() const {
-    for (auto w : words_)
-      if (w != 0) return false;
-    return true;
-  }
-  /// Number of members.
-  std::size_t count() const {
-    std::size_t n = 0;
-    for (auto w : words_) n += static_cast<std::size_t>(std::popcount(w));
-    return n;
-  }
   /// Calls f(agent) for each member, in increasing order.
   template <class F>
   void for_each(F&& f) const {
@@ -56,8 +44,6 @@ class CoreSet {
         if (!pred(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)))) return false;
     return true;
   }
-  /// Bytes held outside the object (for the memory accounting in docs/performance.md).
-  std::size_t heap_bytes() const { return words_.capacity() * sizeof(std::uint64_t); }
 
  private:
   std::vector<std::uint64_t> words_;

@@ -250,6 +250,7 @@ class Fabric {
   Tick invalidate_sharers(Txn& t, HomeLine& h, int dir_ep, Tick t0, int ack_to, bool skip_requester);
   /// A coarse directory's unit (socket or group) of a caching agent.
   int presence_unit(int agent) const;
+  /// A coarse directory's unit of a socket.
   int unit_of_socket(int socket) const;
   /// The endpoint of a unit's agent (its first socket's home agent; the home itself for its own unit).
   int unit_endpoint(int unit) const;
