@@ -300,7 +300,8 @@ int cmd_selftest(const std::vector<std::string>& args) {
   std::cout << fmt::format("selftest coherence on {}: {} CPUs x {} ops on {} lines, seed {}\n", m.name(), cpus, ops, nlines, seed);
   std::cout << fmt::format("  ops {:.0f}  violations {}  checks {}  transactions {}  evictions {}  invalidations {}\n",
                            total_ops, m.fabric().violations(), st.checks, st.transactions, st.evictions, st.invalidations);
-  std::cout << fmt::format("  counter {} (expected {})  host {:.2f} s, {:.3g} ops/s\n", got, expected, wall, total_ops / wall);
+  std::cout << fmt::format("  counter {} (expected {})  events {}  host {:.2f} s, {:.3g} ops/s\n", got, expected,
+                           m.sim().events_executed(), wall, total_ops / wall);
   if (rc != kOk) std::cout << "FAILED: " << failure << "\n";
   else if (!quiet) std::cout << "ok\n";
   return rc;
