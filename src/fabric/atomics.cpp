@@ -63,7 +63,8 @@ Task<std::uint64_t> Fabric::atomic_at_home(int cpu, Addr a, int size, RmwOp op, 
   const std::uint64_t next = apply_rmw(op, old, operand, compare) & mask;
   put_bytes(h.mem, a, size, next);
   if (checking_) {
-    golden_[line] = h.mem;  // the home's memory is now the latest value
+    golden_of(h) = h.mem;  // the home's memory is now the latest value
+    golden_changed(h, nullptr);
     if (write_observer_) write_observer_(a, size, next);
   }
   home_release(line);
@@ -85,7 +86,7 @@ Task<std::uint64_t> Fabric::atomic_in_llc(int cpu, Addr a, int size, RmwOp op, s
   // The L3 takes the line exclusive (every core's copy invalidated, the
   // requester's too); a line snooped away before the atomic ran is taken again.
   while (!holds_writable(agent, line)) co_await obtain(agent, l3, line, /*for_write=*/true);
-  CacheLine& cl = cache(agent).lines.at(line);
+  CacheLine& cl = *cache(agent).find(line);  // (held writable: the loop above)
   // Atomics on one line run one at a time: data array read, then the ALU,
   // the line held meanwhile. The value changes now, in this atomic's place in
   // the line's order; a snoop waits until the write (owner_line_alu_busy), so
@@ -94,17 +95,20 @@ Task<std::uint64_t> Fabric::atomic_in_llc(int cpu, Addr a, int size, RmwOp op, s
   cl.alu_busy = start + p_.llc.latency + p_.llc_atomic_latency;
   const Tick done = cl.alu_busy;
   ++stats_.llc_atomics;
-  LineStats& ls = stats_of(line);
+  LineStats& ls = stats_of(home_line(line), line);
   ++ls.llc_atomics;
   ls.touched.set(static_cast<std::size_t>(core_of(cpu)));
   const std::uint64_t old = get_bytes(cl.data, a, size);
   if (checking_) check_value(a, size, old);
   const std::uint64_t next = apply_rmw(op, old, operand, compare) & size_mask(size);
   if (op != RmwOp::cas || old == (compare & size_mask(size))) {
-    cl.state = CacheState::M;
-    put_bytes(cl.data, a, size, next);
+    change_entry(cl, [&] {
+      cl.state = CacheState::M;
+      put_bytes(cl.data, a, size, next);
+    });
     if (checking_) {
-      golden_[line] = cl.data;
+      golden_of(*cl.home) = cl.data;
+      golden_changed(*cl.home, &cl);
       check_line(line);
       if (write_observer_) write_observer_(a, size, next);
     }
@@ -115,9 +119,8 @@ Task<std::uint64_t> Fabric::atomic_in_llc(int cpu, Addr a, int size, RmwOp op, s
 }
 
 Tick Fabric::owner_line_alu_busy(int agent, Addr line) const {
-  const auto& lines = cache(agent).lines;
-  auto it = lines.find(line);
-  return it == lines.end() ? 0 : it->second.alu_busy;
+  const CacheLine* cl = cache(agent).find(line);
+  return cl == nullptr ? 0 : cl->alu_busy;
 }
 
 void Fabric::forget_in_llcs(Addr line) {

@@ -52,7 +52,7 @@ int Fabric::unit_endpoint(int unit) const {
 }
 
 Tick Fabric::invalidate_sharers(Txn& t, HomeLine& h, int dir_ep, Tick t0, int ack_to, bool skip_requester) {
-  LineStats& ls = stats_of(t.line);
+  LineStats& ls = stats_of(h, t.line);
   // A snoop from `from` (on die `from_die`) at `at` reaches agent `core`: its
   // arrival, through the core's die's tag pipeline when that is another die.
   auto snoop_arrival = [&](int from, int from_die, int core, Tick at) {

@@ -122,10 +122,10 @@ Fabric::~Fabric() = default;
 
 int Fabric::core_of(int cpu) const { return topo_.cpu(cpu).core_global; }
 
-Fabric::HomeLine& Fabric::home_line(Addr line) {
-  auto& slot = homes_[line];
-  if (!slot) slot = std::make_unique<HomeLine>();
-  return *slot;
+Fabric::HomeLine& Fabric::new_home_line(Addr line) {
+  auto* slot = homes_.try_emplace(line).first;
+  *slot = std::make_unique<HomeLine>();
+  return **slot;
 }
 
 void Fabric::protocol_error(const char* who, int agent, Addr line, std::string_view state,
@@ -143,10 +143,10 @@ Task<Tick> Fabric::acquire(int cpu, Addr line, bool for_write) {
 Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
   for (;;) {
     PrivateCache& c = cache(agent);
-    auto it = c.lines.find(line);
-    CacheState st = it == c.lines.end() ? CacheState::I : it->second.state;
+    CacheLine* cl = c.find(line);
+    CacheState st = cl == nullptr ? CacheState::I : cl->state;
     if (is_transient(st)) {
-      co_await it->second.mshr.wait(sim_, "a request in flight for this line", line);
+      co_await cl->mshr.wait(sim_, "a request in flight for this line", line);
       continue;
     }
     CacheEvent ev = for_write ? CacheEvent::Store : CacheEvent::Load;
@@ -154,7 +154,7 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
     if (row == nullptr) protocol_error("cache of agent", agent, line, name(st), name(ev));
     cache_table_->count(st, ev);
     if (row->actions & ca_hit) {
-      it->second.state = row->next;
+      change_entry(*cl, [&] { cl->state = row->next; });
       if (checking_) check_line(line);
       ++stats_.hits;
       if (is_llc_agent(agent)) co_return 0;  // its look-up was paid on the way in
@@ -166,9 +166,13 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
     DirEvent kind = (row->actions & ca_issue_gets) ? DirEvent::GetS
                     : (row->actions & ca_issue_getm) ? DirEvent::GetM
                                                      : DirEvent::Upgrade;
-    auto [slot, inserted] = c.lines.try_emplace(line);
-    slot->second.state = row->next;
-    if (inserted) home_line(line).holders.emplace_back(agent, &slot->second);
+    auto [entry, made] = c.entry(line);
+    if (made) {
+      HomeLine& h = home_line(line);
+      entry->home = &h;
+      h.holders.emplace_back(agent, entry);
+    }
+    change_entry(*entry, [&] { entry->state = row->next; });
     if (kind == DirEvent::Upgrade) ++stats_.upgrades; else ++stats_.misses;
     co_await request(agent, ep, line, kind);
     co_return 0;
@@ -178,10 +182,10 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
 std::uint64_t Fabric::read(int cpu, Addr a, int size) {
   check_access(a, size);
   const PrivateCache& c = cache(core_of(cpu));
-  auto it = c.lines.find(line_of(a));
-  if (it == c.lines.end() || !readable(it->second.state))
+  const CacheLine* cl = c.find(line_of(a));
+  if (cl == nullptr || !readable(cl->state))
     throw sim::SimError(fmt::format("read of {:#x} by cpu {} without the line", a, cpu));
-  std::uint64_t v = get_bytes(it->second.data, a, size);
+  std::uint64_t v = get_bytes(cl->data, a, size);
   if (checking_) check_value(a, size, v);
   return v;
 }
@@ -189,22 +193,24 @@ std::uint64_t Fabric::read(int cpu, Addr a, int size) {
 void Fabric::write(int cpu, Addr a, int size, std::uint64_t value) {
   check_access(a, size);
   PrivateCache& c = cache(core_of(cpu));
-  auto it = c.lines.find(line_of(a));
-  if (it == c.lines.end() || !writable(it->second.state))
+  CacheLine* cl = c.find(line_of(a));
+  if (cl == nullptr || !writable(cl->state))
     throw sim::SimError(fmt::format("write of {:#x} by cpu {} without ownership", a, cpu));
-  it->second.state = CacheState::M;
-  put_bytes(it->second.data, a, size, value);
+  change_entry(*cl, [&] {
+    cl->state = CacheState::M;
+    put_bytes(cl->data, a, size, value);
+  });
   const int core = core_of(cpu);
   if (cpus_of_core_[static_cast<std::size_t>(core)].size() > 1) {
     // An SMT sibling spinning on this line sees the write in the shared cache.
-    it->second.lost.notify_all(sim_);
+    cl->lost.notify_all(sim_);
     for (int sib : cpus_of_core_[static_cast<std::size_t>(core)])
       if (sib != cpu && monitors_[static_cast<std::size_t>(sib)].line == line_of(a))
         monitors_[static_cast<std::size_t>(sib)].valid = false;
   }
   if (checking_) {
-    auto [g, inserted] = golden_.try_emplace(line_of(a), home_line(line_of(a)).mem);
-    put_bytes(g->second, a, size, value);
+    put_bytes(golden_of(*cl->home), a, size, value);
+    golden_changed(*cl->home, cl);
     check_line(line_of(a));
     if (write_observer_) write_observer_(a, size, value);
   }
@@ -212,26 +218,24 @@ void Fabric::write(int cpu, Addr a, int size, std::uint64_t value) {
 
 bool Fabric::holds(int cpu, Addr line, bool for_write) const {
   const PrivateCache& c = cache(core_of(cpu));
-  auto it = c.lines.find(line);
-  if (it == c.lines.end()) return false;
-  return for_write ? writable(it->second.state) : readable(it->second.state);
+  const CacheLine* cl = c.find(line);
+  if (cl == nullptr) return false;
+  return for_write ? writable(cl->state) : readable(cl->state);
 }
 
 bool Fabric::holds_writable(int agent, Addr line) const {
-  const PrivateCache& c = cache(agent);
-  auto it = c.lines.find(line);
-  return it != c.lines.end() && writable(it->second.state);
+  const CacheLine* cl = cache(agent).find(line);
+  return cl != nullptr && writable(cl->state);
 }
 
 CacheState Fabric::state_of(int cpu, Addr line) const {
-  const PrivateCache& c = cache(core_of(cpu));
-  auto it = c.lines.find(line);
-  return it == c.lines.end() ? CacheState::I : it->second.state;
+  const CacheLine* cl = cache(core_of(cpu)).find(line);
+  return cl == nullptr ? CacheState::I : cl->state;
 }
 
 DirState Fabric::dir_state_of(Addr line) const {
-  auto it = homes_.find(line);
-  return it == homes_.end() ? DirState::I : it->second->state;
+  const auto* h = homes_.find(line);
+  return h == nullptr ? DirState::I : (*h)->state;
 }
 
 void Fabric::clear_monitors(int core, Addr line) {
@@ -247,41 +251,75 @@ bool Fabric::monitor_valid(int cpu, Addr line) const {
 }
 
 Task<void> Fabric::wait_for_loss(int cpu, Addr line, Tick deadline, std::string_view what) {
-  PrivateCache& c = cache(core_of(cpu));
-  auto it = c.lines.find(line);
-  if (it == c.lines.end() || !readable(it->second.state)) co_return;
-  co_await it->second.lost.wait(sim_, what, line, deadline);
+  CacheLine* cl = cache(core_of(cpu)).find(line);
+  if (cl == nullptr || !readable(cl->state)) co_return;
+  co_await cl->lost.wait(sim_, what, line, deadline);
 }
 
 // -------------------------------------------------------------- checks ---
+void Fabric::drop_entry(int core, Addr line, CacheLine& entry) {
+  tally(entry, -1);
+  entry.home->drop_holder(core);
+  cache(core).erase(line);
+}
+
+void Fabric::golden_changed(HomeLine& h, const CacheLine* writer) {
+  const bool writer_readable = writer != nullptr && readable(writer->state);
+  if (h.tally.readable == (writer_readable ? 1 : 0)) {  // the writer's copy is the only one (the rule holds)
+    h.tally.stale = writer_readable && writer->data != *h.golden ? 1 : 0;
+    return;
+  }
+  h.tally.stale = 0;  // other readable copies (a violation the next check reports): recount them all
+  for (const auto& [core, entry] : h.holders)
+    if (readable(entry->state) && entry->data != *h.golden) ++h.tally.stale;
+}
+
+namespace {
+/// The tallies counted afresh from the holders (the check before the tallies were kept).
+template <class Home>
+typename Home::Tally count_holders(const Home& h) {
+  typename Home::Tally t;
+  for (const auto& [core, entry] : h.holders) {
+    if (!readable(entry->state)) continue;
+    ++t.readable;
+    if (writable(entry->state)) ++t.writable;
+    else ++t.shared;
+    if (h.golden && entry->data != *h.golden) ++t.stale;
+  }
+  return t;
+}
+}  // namespace
+
 void Fabric::check_line(Addr line) {
   ++stats_.checks;
-  int writers = 0, readers = 0;
-  const LineData* golden = nullptr;
-  if (auto g = golden_.find(line); g != golden_.end()) golden = &g->second;
-  auto home = homes_.find(line);
-  if (home == homes_.end()) return;  // never requested: no cache holds it
-  for (const auto& [core, entry] : home->second->holders) {
-    CacheState s = entry->state;
-    if (writable(s)) ++writers;
-    if (s == CacheState::S) ++readers;
-    if (golden != nullptr && readable(s) && entry->data != *golden) {
-      ++violations_;
-      throw sim::SimError(fmt::format("coherence violation at t={}: core {} holds a stale copy of line {:#x} ({}) in {}",
-                                      sim::format_time(sim_.now()), core, line, mem_.describe(line), name(s)));
-    }
-  }
-  if (writers > 1 || (writers == 1 && readers > 0)) {
+  const auto* home = homes_.find(line);
+  if (home == nullptr) return;  // never requested: no cache holds it
+  const HomeLine& h = **home;
+#ifdef COHSIM_CHECKED
+  // The checked builds (debug, sanitizers) check the tallies themselves.
+  if (!(count_holders(h) == h.tally))
+    throw sim::SimError(fmt::format("checker tallies of line {:#x} ({}) are out of step with its holders", line,
+                                    mem_.describe(line)));
+#endif
+  if (h.tally.stale > 0)  // name the first stale copy in the holders' order
+    for (const auto& [core, entry] : h.holders)
+      if (readable(entry->state) && entry->data != *h.golden) {
+        ++violations_;
+        throw sim::SimError(fmt::format("coherence violation at t={}: core {} holds a stale copy of line {:#x} ({}) in {}",
+                                        sim::format_time(sim_.now()), core, line, mem_.describe(line), name(entry->state)));
+      }
+  if (h.tally.writable > 1 || (h.tally.writable == 1 && h.tally.shared > 0)) {
     ++violations_;
     throw sim::SimError(fmt::format("coherence violation at t={}: line {:#x} ({}) has {} writers and {} readers",
-                                    sim::format_time(sim_.now()), line, mem_.describe(line), writers, readers));
+                                    sim::format_time(sim_.now()), line, mem_.describe(line), h.tally.writable,
+                                    h.tally.shared));
   }
 }
 
 void Fabric::check_value(Addr a, int size, std::uint64_t got) {
   ++stats_.checks;
-  auto g = golden_.find(line_of(a));
-  std::uint64_t want = g == golden_.end() ? get_bytes(home_line(line_of(a)).mem, a, size) : get_bytes(g->second, a, size);
+  const HomeLine& h = home_line(line_of(a));
+  std::uint64_t want = get_bytes(h.golden ? *h.golden : h.mem, a, size);
   if (got != want) {
     ++violations_;
     throw sim::SimError(fmt::format("coherence violation at t={}: read of {:#x} ({}) returned {:#x}, the latest write was {:#x}",
@@ -292,19 +330,21 @@ void Fabric::check_value(Addr a, int size, std::uint64_t got) {
 std::uint64_t Fabric::peek(Addr a, int size) const {
   const Addr line = line_of(a);
   for (const auto& c : caches_) {
-    auto it = c->lines.find(line);
-    if (it != c->lines.end() && (writable(it->second.state) || it->second.state == CacheState::MI_A))
-      return get_bytes(it->second.data, a, size);
+    const CacheLine* cl = c->find(line);
+    if (cl != nullptr && (writable(cl->state) || cl->state == CacheState::MI_A)) return get_bytes(cl->data, a, size);
   }
-  auto h = homes_.find(line);
-  return h == homes_.end() ? 0 : get_bytes(h->second->mem, a, size);
+  const auto* h = homes_.find(line);
+  return h == nullptr ? 0 : get_bytes((*h)->mem, a, size);
 }
 
 void Fabric::poke(Addr a, int size, std::uint64_t value) {
   check_access(a, size);
   HomeLine& h = home_line(line_of(a));
   put_bytes(h.mem, a, size, value);
-  if (checking_) golden_[line_of(a)] = h.mem;
+  if (checking_) {
+    golden_of(h) = h.mem;
+    golden_changed(h, nullptr);
+  }
 }
 
 }  // namespace cohsim::fabric

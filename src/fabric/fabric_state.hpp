@@ -10,17 +10,51 @@
 
 namespace cohsim::fabric {
 
+namespace detail {
+inline bool is_transient(CacheState s) { return s >= CacheState::IS_D; }
+inline bool readable(CacheState s) { return s == CacheState::S || s == CacheState::E || s == CacheState::M; }
+inline bool writable(CacheState s) { return s == CacheState::E || s == CacheState::M; }
+
+inline std::uint64_t get_bytes(const LineData& d, Addr a, int size) {
+  std::uint64_t v = 0;
+  std::memcpy(&v, d.data() + (a & (kLineBytes - 1)), static_cast<std::size_t>(size));
+  return v;
+}
+inline void put_bytes(LineData& d, Addr a, int size, std::uint64_t v) {
+  std::memcpy(d.data() + (a & (kLineBytes - 1)), &v, static_cast<std::size_t>(size));
+}
+inline void check_access(Addr a, int size) {
+  if ((size != 1 && size != 2 && size != 4 && size != 8) || (a & static_cast<Addr>(size - 1)) != 0)
+    throw sim::SimError(fmt::format("unaligned or bad-sized access: {} bytes at {:#x}", size, a));
+}
+}  // namespace detail
+
 // ---------------------------------------------------------------- state ---
 struct Fabric::CacheLine {
   CacheState state = CacheState::I;
   LineData data{};
+  HomeLine* home = nullptr;  ///< the line's home line (this entry is one of its holders)
   sim::Signal mshr;  ///< waiters for the request in flight
   sim::Signal lost;  ///< CPUs spinning on this line
   Tick alu_busy = 0; ///< an L3 agent: when its atomics on this line are done
 };
 
 struct Fabric::PrivateCache {
-  std::unordered_map<Addr, CacheLine> lines;
+  /// The entry for `line`, or nullptr (state I).
+  CacheLine* find(Addr line) {
+    auto* e = lines.find(line);
+    return e != nullptr ? e->get() : nullptr;
+  }
+  const CacheLine* find(Addr line) const { return const_cast<PrivateCache*>(this)->find(line); }
+  /// The entry for `line`, made (in state I) if there was none; true if made.
+  std::pair<CacheLine*, bool> entry(Addr line) {
+    auto [e, made] = lines.try_emplace(line);
+    if (made) *e = std::make_unique<CacheLine>();
+    return {e->get(), made};
+  }
+  void erase(Addr line) { lines.erase(line); }
+  /// Entries are heap objects: home lines and transactions point to them.
+  LineMap<std::unique_ptr<CacheLine>> lines;
   TagArray l1, l2;
 };
 
@@ -30,6 +64,15 @@ struct Fabric::HomeLine {
   CoreSet sharers;
   /// Cores with an entry for the line in any state, and that entry (exact; for the checker).
   std::vector<std::pair<int, CacheLine*>> holders;
+  /// The checker's tallies over `holders`, kept up to date as entries change
+  /// (Fabric::change_entry), so that a check costs the same however many cores
+  /// hold the line: copies in E or M, copies in S, readable copies, and readable
+  /// copies whose data differ from `golden`.
+  struct Tally {
+    int writable = 0, shared = 0, readable = 0, stale = 0;
+    bool operator==(const Tally&) const = default;
+  };
+  Tally tally;
   void drop_holder(int core) {
     for (auto& e : holders)
       if (e.first == core) {
@@ -39,6 +82,10 @@ struct Fabric::HomeLine {
       }
   }
   LineData mem{};
+  /// With checking on, the latest value in the line's coherence order once
+  /// it was written (before that, `mem` is): what every read must return.
+  std::unique_ptr<LineData> golden;
+  LineStats* stats = nullptr;  ///< its entry in Fabric::line_stats_, once made
   /// A request holds the home line: it is served one request at a time,
   /// except that a GetS of a line in S (a shared fill: data from the home,
   /// no owner, nobody invalidated) holds it only for its pipeline slot
@@ -83,23 +130,38 @@ struct Fabric::Txn {
   std::uint64_t operand = 0, compare = 0, result = 0;
 };
 
-namespace detail {
-inline bool is_transient(CacheState s) { return s >= CacheState::IS_D; }
-inline bool readable(CacheState s) { return s == CacheState::S || s == CacheState::E || s == CacheState::M; }
-inline bool writable(CacheState s) { return s == CacheState::E || s == CacheState::M; }
+inline Fabric::HomeLine& Fabric::home_line(Addr line) {
+  auto* h = homes_.find(line);
+  return h != nullptr ? **h : new_home_line(line);
+}
 
-inline std::uint64_t get_bytes(const LineData& d, Addr a, int size) {
-  std::uint64_t v = 0;
-  std::memcpy(&v, d.data() + (a & (kLineBytes - 1)), static_cast<std::size_t>(size));
-  return v;
+/// Adds (`sign` 1) or removes (-1) an entry's part of its home line's tallies.
+inline void Fabric::tally(const CacheLine& e, int sign) {
+  HomeLine::Tally& t = e.home->tally;
+  const CacheState s = e.state;
+  if (!detail::readable(s)) return;  // (transient and I count nowhere)
+  t.readable += sign;
+  if (detail::writable(s)) t.writable += sign;
+  else t.shared += sign;
+  if (e.home->golden && e.data != *e.home->golden) t.stale += sign;
 }
-inline void put_bytes(LineData& d, Addr a, int size, std::uint64_t v) {
-  std::memcpy(d.data() + (a & (kLineBytes - 1)), &v, static_cast<std::size_t>(size));
+
+template <class F>
+void Fabric::change_entry(CacheLine& e, F&& change) {
+  tally(e, -1);
+  change();
+  tally(e, 1);
 }
-inline void check_access(Addr a, int size) {
-  if ((size != 1 && size != 2 && size != 4 && size != 8) || (a & static_cast<Addr>(size - 1)) != 0)
-    throw sim::SimError(fmt::format("unaligned or bad-sized access: {} bytes at {:#x}", size, a));
+
+inline LineStats& Fabric::stats_of(HomeLine& h, Addr line) {
+  if (h.stats == nullptr) h.stats = &line_stats_[line];  // (an unordered_map's entries stay put)
+  return *h.stats;
 }
-}  // namespace detail
+
+inline LineData& Fabric::golden_of(HomeLine& h) {
+  if (!h.golden) h.golden = std::make_unique<LineData>(h.mem);
+  return *h.golden;
+}
+
 
 }  // namespace cohsim::fabric

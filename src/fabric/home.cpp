@@ -87,7 +87,7 @@ Task<Fabric::HomeLine*> Fabric::reach_home(int ep, Addr line, bool count_wait, b
   HomeLine& h = home_line(line);
   const Tick queued_at = sim_.now();
   co_await home_acquire(h, line, ep, gets);
-  if (count_wait) stats_of(line).wait += sim_.now() - queued_at;
+  if (count_wait) stats_of(h, line).wait += sim_.now() - queued_at;
   co_return &h;
 }
 
@@ -119,8 +119,8 @@ Task<void> Fabric::request(int agent, int ep, Addr line, DirEvent kind) {
     // Install in the tag arrays; a capacity victim is evicted.
     PrivateCache& c = cache(agent);
     auto victim = c.l2.insert(line, [&](Addr v) {
-      auto it = c.lines.find(v);
-      return v != line && it != c.lines.end() && !is_transient(it->second.state);
+      const CacheLine* cl = c.find(v);
+      return v != line && cl != nullptr && !is_transient(cl->state);
     });
     c.l1.insert(line, [](Addr) { return true; });
     if (victim) {
@@ -143,7 +143,7 @@ Task<Fabric::HomeLine*> Fabric::reach_die_llc(Txn& t) {
   if (!die_can_serve(h, t.line, die, t.core, t.event)) co_return nullptr;
   const Tick queued_at = sim_.now();
   co_await home_acquire(h, t.line, l3, t.event == DirEvent::GetS);
-  stats_of(t.line).wait += sim_.now() - queued_at;
+  stats_of(h, t.line).wait += sim_.now() - queued_at;
   if (die_can_serve(h, t.line, die, t.core, t.event)) {
     t.dir_ep = l3;
     co_return &h;
@@ -170,13 +170,13 @@ void Fabric::llc_filled(int agent, Addr line, bool exclusive) {
       if (d != die) llc_[static_cast<std::size_t>(d)].remove(line);
   const int l3 = llc_agent(die);
   auto victim = llc_[static_cast<std::size_t>(die)].insert(line, [&](Addr v) {
-    auto it = cache(l3).lines.find(v);
-    if (it == cache(l3).lines.end()) return v != line;
+    const CacheLine* cl = cache(l3).find(v);
+    if (cl == nullptr) return v != line;
     // Not the L3's copy of a line in flight or with atomics still on its ALU.
-    return v != line && !is_transient(it->second.state) && it->second.alu_busy <= sim_.now();
+    return v != line && !is_transient(cl->state) && cl->alu_busy <= sim_.now();
   });
   // The L3's own copy of a victim goes back to its home; the cores' copies stay.
-  if (victim && cache(l3).lines.count(*victim) != 0) evict(l3, *victim);
+  if (victim && cache(l3).find(*victim) != nullptr) evict(l3, *victim);
 }
 
 topo::HopClass Fabric::hop_class_of(int ep_a, int ep_b) const {
@@ -189,22 +189,21 @@ topo::HopClass Fabric::hop_class_of(int ep_a, int ep_b) const {
 
 void Fabric::evict(int core, Addr victim) {
   PrivateCache& c = cache(core);
-  auto it = c.lines.find(victim);
-  CacheState st = it->second.state;
+  CacheLine* cl = c.find(victim);
+  CacheState st = cl->state;
   const CacheRow* row = cache_table_->find(st, CacheEvent::Replacement);
   if (row == nullptr) protocol_error("cache of core", core, victim, name(st), "Replacement");
   cache_table_->count(st, CacheEvent::Replacement);
   ++stats_.evictions;
   if (row->actions & ca_notify) {
-    it->second.lost.notify_all(sim_);
+    cl->lost.notify_all(sim_);
     clear_monitors(core, victim);
   }
   if (row->actions & ca_drop) {
-    it->second.mshr.notify_all(sim_);
-    c.lines.erase(it);
-    home_line(victim).drop_holder(core);
+    cl->mshr.notify_all(sim_);
+    drop_entry(core, victim, *cl);
   } else {
-    it->second.state = row->next;
+    change_entry(*cl, [&] { cl->state = row->next; });
   }
   // Not a daemon: a run ends only when every write-back has reached its home.
   if (row->actions & ca_send_put)
@@ -217,8 +216,9 @@ Task<void> Fabric::put(int core, Addr line) {
   const int ep = core_cpu_[static_cast<std::size_t>(core)];
   PrivateCache& c = cache(core);
   Txn t{.fabric = this, .line = line, .core = core, .ep = ep};
-  const bool dirty = c.lines.at(line).state == CacheState::MI_A;
-  t.data = c.lines.at(line).data;
+  const CacheLine& cl = *c.find(line);  // (in MI_A or EI_A until the home answers)
+  const bool dirty = cl.state == CacheState::MI_A;
+  t.data = cl.data;
   t.data_valid = true;
   ++stats_.writebacks;
   HomeLine& h = *co_await reach_home(ep, line, /*count_wait=*/false);
@@ -250,7 +250,8 @@ Task<void> Fabric::device_write(int endpoint, Addr a, int size, std::uint64_t va
   put_bytes(h.mem, a, size, value);
   forget_in_llcs(line);
   if (checking_) {
-    golden_[line] = h.mem;  // the home's memory is now the latest value
+    golden_of(h) = h.mem;  // the home's memory is now the latest value
+    golden_changed(h, nullptr);
     if (write_observer_) write_observer_(a, size, value);
   }
   home_release(line);
@@ -272,7 +273,7 @@ void Fabric::run_directory(Txn& t, HomeLine& h) {
   dir_table_->count(h.state, t.event);
   const std::uint32_t a = row->actions;
   t.actions = a;
-  LineStats& ls = stats_of(line);
+  LineStats& ls = stats_of(h, line);
   ++ls.requests;
   if (t.core >= 0) ls.touched.set(static_cast<std::size_t>(t.core));
   else ++ls.device_accesses;
@@ -391,36 +392,36 @@ void Fabric::remote_event(void* ctx, std::uint64_t arg) {
 
 void Fabric::cache_event(int core, Addr line, CacheEvent ev, Txn* t) {
   PrivateCache& c = cache(core);
-  auto it = c.lines.find(line);
-  CacheState st = it == c.lines.end() ? CacheState::I : it->second.state;
+  CacheLine* cl = c.find(line);
+  CacheState st = cl == nullptr ? CacheState::I : cl->state;
   const CacheRow* row = cache_table_->find(st, ev);
   if (row == nullptr) protocol_error("cache of core", core, line, name(st), name(ev));
   cache_table_->count(st, ev);
   const std::uint32_t a = row->actions;
   if (a & (ca_data_to_requester | ca_data_to_device)) {
-    t->data = it->second.data;
+    t->data = cl->data;
     t->data_valid = true;
   }
-  if (a & ca_data_to_home) home_line(line).mem = it->second.data;
-  if (it == c.lines.end()) {
+  if (a & ca_data_to_home) home_line(line).mem = cl->data;
+  if (cl == nullptr) {
     if (checking_) check_line(line);
     return;  // (I, Inv): a silently dropped sharer acknowledges
   }
-  CacheLine& cl = it->second;
-  if ((a & ca_fill) && t->data_valid) cl.data = t->data;
-  cl.state = row->next;
+  change_entry(*cl, [&] {
+    if ((a & ca_fill) && t->data_valid) cl->data = t->data;
+    cl->state = row->next;
+  });
   if (a & ca_notify) {
-    cl.lost.notify_all(sim_);
+    cl->lost.notify_all(sim_);
     clear_monitors(core, line);
   }
-  if (a & ca_complete) cl.mshr.notify_all(sim_);
+  if (a & ca_complete) cl->mshr.notify_all(sim_);
   if (a & ca_drop) {
-    cl.lost.notify_all(sim_);
-    cl.mshr.notify_all(sim_);
+    cl->lost.notify_all(sim_);
+    cl->mshr.notify_all(sim_);
     c.l1.remove(line);
     c.l2.remove(line);
-    c.lines.erase(it);
-    home_line(line).drop_holder(core);
+    drop_entry(core, line, *cl);
   }
   if (checking_) check_line(line);
 }

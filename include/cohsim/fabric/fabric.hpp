@@ -21,6 +21,7 @@
 #include "cohsim/config/params.hpp"
 #include "cohsim/fabric/core_set.hpp"
 #include "cohsim/fabric/interconnect.hpp"
+#include "cohsim/fabric/line_map.hpp"
 #include "cohsim/fabric/memory_map.hpp"
 #include "cohsim/fabric/protocol.hpp"
 #include "cohsim/fabric/tag_array.hpp"
@@ -207,7 +208,11 @@ class Fabric {
   PrivateCache& cache(int core) { return *caches_[static_cast<std::size_t>(core)]; }
   const PrivateCache& cache(int core) const { return *caches_[static_cast<std::size_t>(core)]; }
   HomeLine& home_line(Addr line);
-  LineStats& stats_of(Addr line) { return line_stats_[line]; }
+  HomeLine& new_home_line(Addr line);
+  /// The line's contention statistics (kept in line_stats_, found once per home line).
+  LineStats& stats_of(HomeLine& h, Addr line);
+  /// With checking on: the line's latest value, made from the home's memory when there was no write yet.
+  LineData& golden_of(HomeLine& h);
 
   /// Makes `line` present at `agent` (writable if asked); returns the hit
   /// latency still to charge (0 after a miss).
@@ -262,6 +267,18 @@ class Fabric {
   void fill(int core, Addr line, const LineData& data);
   void evict(int core, Addr victim);
   void clear_monitors(int core, Addr line);
+  /// Adds (`sign` 1) or removes (-1) `entry`'s part of its home line's checker tallies.
+  void tally(const CacheLine& entry, int sign);
+  /// Changes a cache entry's state or data through `change`, keeping the tallies.
+  template <class F>
+  void change_entry(CacheLine& entry, F&& change);
+  /// Removes `core`'s entry for `line` (it leaves the holders and the tallies).
+  void drop_entry(int core, Addr line, CacheLine& entry);
+  /// A write made `h.golden` the line's latest value; `writer`: the copy that
+  /// made it (nullptr: the home's memory). The stale tally follows.
+  void golden_changed(HomeLine& h, const CacheLine* writer);
+  /// The checker: single writer or many readers, and no stale readable copy
+  /// (O(1): reads the home line's tallies).
   void check_line(Addr line);
   void check_value(Addr a, int size, std::uint64_t got);
 
@@ -285,9 +302,8 @@ class Fabric {
     bool valid = false;
   };
   std::vector<Monitor> monitors_;  ///< per CPU
-  std::unordered_map<Addr, std::unique_ptr<HomeLine>> homes_;
+  LineMap<std::unique_ptr<HomeLine>> homes_;
   std::vector<TagArray> llc_;  ///< LLC tags: per home node (memory-side) or per die
-  std::unordered_map<Addr, LineData> golden_;
   std::unordered_map<Addr, LineStats> line_stats_;
   FabricStats stats_;
   bool checking_ = false;
