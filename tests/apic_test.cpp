@@ -133,7 +133,7 @@ TEST_CASE("the handler runs after the EOI so the vector is no longer in service"
   }
 }
 
-TEST_CASE("a polling idle CPU gets no IPI yet the call runs; a halted one gets the IPI", "[apic]") {
+TEST_CASE("a polling idle CPU gets no IPI yet the call runs, a halted one gets the IPI", "[apic]") {
   using models::kernel::IdleMode;
   for (IdleMode idle : {IdleMode::poll, IdleMode::halt}) {
     Rig r;

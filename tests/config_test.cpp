@@ -139,7 +139,7 @@ TEST_CASE("a platform can include a base file and override one number", "[config
   CHECK(m.cpu_count() == 96);
 }
 
-TEST_CASE("a calibrated number names the rows it was fitted to; other sources name none", "[config]") {
+TEST_CASE("a calibrated number names the rows it was fitted to, other sources name none", "[config]") {
   config::Provenance p;
   p.source = "calibration: kp920.c2c.same-die minus same-cluster, with kp920.mem.node0.from-cpu24 and kp920.c2c.same-die";
   CHECK(p.calibration_rows() == std::vector<std::string>{"kp920.c2c.same-die", "kp920.mem.node0.from-cpu24"});

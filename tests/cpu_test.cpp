@@ -384,7 +384,7 @@ TEST_CASE("an acquire load waits for a buffered release store and what drains be
 
 // --------------------------------------------------- interrupts in spins ---
 
-TEST_CASE("a spin with interrupts enabled takes an interrupt at once and spins on; disabled, it does not take it",
+TEST_CASE("a spin with interrupts enabled takes an interrupt at once and spins on, disabled, it does not take it",
           "[cpu][irq]") {
   const bool enabled = GENERATE(true, false);
   const auto arch = GENERATE(as<std::string>{}, "arm64", "x86");

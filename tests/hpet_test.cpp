@@ -67,7 +67,7 @@ TEST_CASE("with one service slot, two simultaneous HPET reads serialize: the sec
   CHECK(one.stats().queue_wait > 0);
 }
 
-TEST_CASE("the HPET serves as many reads at once as it has service slots; one more waits for a slot", "[hpet]") {
+TEST_CASE("the HPET serves as many reads at once as it has service slots, one more waits for a slot", "[hpet]") {
   Bench b("haswell-ex.json");
   const int slots = b.hp.outstanding_reads;
   REQUIRE(slots > 1);

@@ -313,7 +313,7 @@ TEST_CASE("the link report gives each busy link's messages, utilisation and queu
   CHECK(saw_both_directions);
 }
 
-TEST_CASE("the spinlock workload runs every critical section once; ticket and queued locks take turns", "[spinlock]") {
+TEST_CASE("the spinlock workload runs every critical section once, ticket and queued locks take turns", "[spinlock]") {
   const auto lock = GENERATE(as<std::string>{}, "tas", "ticket", "qspinlock");
   const int sections = 400;
   auto out = cli::run_scenario(source_path("configs/scenarios/spinlock-kunpeng920.json"), lock,
@@ -342,7 +342,7 @@ TEST_CASE("spinlock scenarios on every platform that has one run with their defa
   }
 }
 
-TEST_CASE("a spinlock start stagger lets the seed choose the turn order of a FIFO lock; without it every seed gives "
+TEST_CASE("a spinlock start stagger lets the seed choose the turn order of a FIFO lock, without it every seed gives "
           "the same order",
           "[spinlock]") {
   // qspinlock at {0,1,24,25}: the lock passes across the die at every hand-off, or at every other one, depending on

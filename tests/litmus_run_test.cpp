@@ -196,7 +196,7 @@ sim::Tick thread_time(const std::string& code, const std::string& init = "0:X1=x
 
 }  // namespace
 
-TEST_CASE("Independent loads overlap; an address dependency waits for the first load", "[litmus]") {
+TEST_CASE("Independent loads overlap, an address dependency waits for the first load", "[litmus]") {
   const sim::Tick one = thread_time(" LDR W0,[X1] ;\n");
   const sim::Tick independent = thread_time(" LDR W0,[X1] ;\n LDR W2,[X3] ;\n");
   const sim::Tick dependent = thread_time(" LDR W0,[X1] ;\n EOR W4,W0,W0 ;\n LDR W2,[X3,W4,SXTW] ;\n");

@@ -154,7 +154,7 @@ TEST_CASE("queued_spin_trylock fails while the lock is held and succeeds once it
   CHECK(l.word() == kQLockedVal);  // the successful trylock holds it
 }
 
-TEST_CASE("Nested contexts of one CPU queue on its next MCS nodes; past the last they spin on trylock",
+TEST_CASE("Nested contexts of one CPU queue on its next MCS nodes, past the last they spin on trylock",
           "[qspinlock]") {
   LockRig l("arm64");
   // CPU 1 holds the lock and CPU 5 waits pending. Then five contexts of CPU 0

@@ -66,7 +66,7 @@ TEST_CASE("pthread_spin_lock and the ticket lock admit one holder at a time and 
   CHECK(k.most_inside == 1);
 }
 
-TEST_CASE("The ticket lock serves waiters in ticket order; its arm64 LSE unlock is one atomic", "[spinlock]") {
+TEST_CASE("The ticket lock serves waiters in ticket order, its arm64 LSE unlock is one atomic", "[spinlock]") {
   const std::string arch = GENERATE("arm64", "x86");
   KindRig k(arch, "ticket");
   const int far = k.r.topo->cpu_count() - 1;

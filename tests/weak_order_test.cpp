@@ -33,7 +33,7 @@ constexpr Tick kSetup = 5 * sim::kUs;  // every setup access is done by then
 
 }  // namespace
 
-TEST_CASE("arm64 writes a store to a line it owns before an earlier store to a line owned far away; x86 and dmb ishst keep program order",
+TEST_CASE("arm64 writes a store to a line it owns before an earlier store to a line owned far away, x86 and dmb ishst keep program order",
           "[cpu][weak]") {
   const auto arch = GENERATE(as<std::string>{}, "arm64", "x86");
   const bool dmb_st = GENERATE(false, true);
@@ -65,7 +65,7 @@ TEST_CASE("arm64 writes a store to a line it owns before an earlier store to a l
   CHECK(seen.count(11) == 1);
 }
 
-TEST_CASE("arm64 binds a load that hits before an earlier load that misses; dmb ishld, an acquire or x86 keep program order",
+TEST_CASE("arm64 binds a load that hits before an earlier load that misses, dmb ishld, an acquire or x86 keep program order",
           "[cpu][weak]") {
   const auto arch = GENERATE(as<std::string>{}, "arm64", "x86");
   const auto order = GENERATE(as<std::string>{}, "none", "dmb ishld", "ldar", "ldapr");
@@ -99,7 +99,7 @@ TEST_CASE("arm64 binds a load that hits before an earlier load that misses; dmb 
   CHECK(seen.count(11) == 1);
 }
 
-TEST_CASE("arm64 makes a store visible before an earlier load to another line binds (load buffering); x86 never",
+TEST_CASE("arm64 makes a store visible before an earlier load to another line binds (load buffering), x86 never",
           "[cpu][weak]") {
   const auto arch = GENERATE(as<std::string>{}, "arm64", "x86");
   const bool dmb = GENERATE(false, true);
