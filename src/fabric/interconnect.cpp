@@ -259,13 +259,14 @@ Tick Interconnect::reserve(Link& l, Tick ready) {
   ++l.messages;
   if (occupancy == 0) return ready;
   const Tick now = sim_.now();
-  LinkTimeline* port = nullptr;
-  Tick start = 0;
-  for (LinkTimeline& candidate : l.ports) {
-    candidate.forget_before(now);
-    const Tick s = candidate.earliest(ready, occupancy);
-    if (!port || s < start) {
-      port = &candidate;
+  // The first of the ports free earliest (most links have one).
+  auto port = l.ports.begin();
+  port->forget_before(now);
+  Tick start = port->earliest(ready, occupancy);
+  for (auto other = port + 1; other != l.ports.end(); ++other) {
+    other->forget_before(now);
+    if (const Tick s = other->earliest(ready, occupancy); s < start) {
+      port = other;
       start = s;
     }
   }
