@@ -277,8 +277,7 @@ Tick Interconnect::reserve(Link& l, Tick ready) {
   return start;
 }
 
-Tick Interconnect::latency(int a, int b) {
-  if (!composed(a, b)) return path(a, b).latency;
+Tick Interconnect::composed_latency(int a, int b) {
   return leg(a, true).latency + die_route(endpoint(a).die_global, endpoint(b).die_global).latency +
          leg(b, false).latency;
 }

@@ -99,7 +99,7 @@ class Interconnect {
   Tick send(int a, int b, Tick at);
   /// Unloaded latency between two endpoints (on a machine too large for the
   /// direct path index, from the pieces send() keeps, keeping no path).
-  Tick latency(int a, int b);
+  Tick latency(int a, int b) { return composed(a, b) ? composed_latency(a, b) : path(a, b).latency; }
   const HopCost& cost(HopClass c) const { return costs_[static_cast<std::size_t>(c)]; }
   const std::vector<Link>& links() const { return links_; }
   /// A step's link name, or "<class> ring at one stop" for a step without a link.
@@ -140,6 +140,8 @@ class Interconnect {
   const KeptSteps& leg(int ep, bool out);
   /// From stop 0 of die `from` to stop 0 of die `to` (different dies).
   const KeptSteps& die_route(int from, int to);
+  /// latency() of a pair whose path send() composes.
+  Tick composed_latency(int a, int b);
   /// True when send() composes a's path to b from legs and a die route.
   bool composed(int a, int b) const {
     return dense_stride_ == 0 && endpoint(a).die_global != endpoint(b).die_global;
