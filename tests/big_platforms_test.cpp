@@ -241,3 +241,20 @@ TEST_CASE("cohsim topo shows the 1,792-CPU machine one line per chassis, and eve
   REQUIRE(every.exit_code == 0);
   CHECK_THAT(every.output, Catch::Contains("socket 31\n") && Catch::Contains("node 31: CPUs"));
 }
+
+TEST_CASE("on a machine too large for the direct path index, latency() between dies is its path's and keeps no path",
+          "[interconnect]") {
+  config::Registry registry;
+  scenario::Machine m(scenario::load_platform(platform_path("superdome-flex-32s")), 1, registry);
+  auto& icn = m.interconnect();
+  const int home = icn.home_endpoint(5);
+  const std::vector<std::pair<int, int>> pairs = {{0, 28}, {0, 1000}, {1000, home}, {home, 3}};
+  const std::size_t kept = icn.paths_kept();
+  std::vector<Tick> latencies;
+  for (const auto& [a, b] : pairs) latencies.push_back(icn.latency(a, b));
+  CHECK(icn.paths_kept() == kept);  // summed from the legs and die routes send() keeps
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    INFO("endpoint " << pairs[i].first << " -> " << pairs[i].second);
+    CHECK(latencies[i] == icn.path(pairs[i].first, pairs[i].second).latency);
+  }
+}

@@ -230,28 +230,28 @@ const Interconnect::Path& Interconnect::find_or_build_path(int a, int b) {
   return p;
 }
 
-const std::vector<Interconnect::Step>& Interconnect::leg(int ep, bool out) {
+const Interconnect::KeptSteps& Interconnect::leg(int ep, bool out) {
   KeptSteps& kept = (out ? legs_out_ : legs_in_)[static_cast<std::size_t>(ep)];
   if (!kept.valid) {
     const Endpoint& e = endpoint(ep);
     Path p;
     if (out) cross_die_network(p, e.die_global, stop_of(e), 0);
     else cross_die_network(p, e.die_global, 0, stop_of(e));
-    kept = {true, std::move(p.steps)};
+    kept = {true, p.latency, std::move(p.steps)};
   }
-  return kept.steps;
+  return kept;
 }
 
-const std::vector<Interconnect::Step>& Interconnect::die_route(int from, int to) {
+const Interconnect::KeptSteps& Interconnect::die_route(int from, int to) {
   KeptSteps& kept = die_routes_[static_cast<std::size_t>(from) * static_cast<std::size_t>(topo_.die_count()) +
                                 static_cast<std::size_t>(to)];
   if (!kept.valid) {
     // A die's endpoints all route alike between dies: its first L3 stands for them.
     Path p;
     route_dies(p, endpoint(llc_endpoint(from)), endpoint(llc_endpoint(to)));
-    kept = {true, std::move(p.steps)};
+    kept = {true, p.latency, std::move(p.steps)};
   }
-  return kept.steps;
+  return kept;
 }
 
 Tick Interconnect::reserve(Link& l, Tick ready) {
@@ -259,13 +259,14 @@ Tick Interconnect::reserve(Link& l, Tick ready) {
   ++l.messages;
   if (occupancy == 0) return ready;
   const Tick now = sim_.now();
-  LinkTimeline* port = nullptr;
-  Tick start = 0;
-  for (LinkTimeline& candidate : l.ports) {
-    candidate.forget_before(now);
-    const Tick s = candidate.earliest(ready, occupancy);
-    if (!port || s < start) {
-      port = &candidate;
+  // The first of the ports free earliest (most links have one).
+  auto port = l.ports.begin();
+  port->forget_before(now);
+  Tick start = port->earliest(ready, occupancy);
+  for (auto other = port + 1; other != l.ports.end(); ++other) {
+    other->forget_before(now);
+    if (const Tick s = other->earliest(ready, occupancy); s < start) {
+      port = other;
       start = s;
     }
   }
@@ -274,6 +275,11 @@ Tick Interconnect::reserve(Link& l, Tick ready) {
   l.queued += start - ready;
   l.max_queued = std::max(l.max_queued, start - ready);
   return start;
+}
+
+Tick Interconnect::composed_latency(int a, int b) {
+  return leg(a, true).latency + die_route(endpoint(a).die_global, endpoint(b).die_global).latency +
+         leg(b, false).latency;
 }
 
 Tick Interconnect::send(int a, int b, Tick at) {
@@ -287,15 +293,14 @@ Tick Interconnect::send(int a, int b, Tick at) {
       t += s.latency;
     }
   };
-  const int da = endpoint(a).die_global, db = endpoint(b).die_global;
-  if (da == db || dense_stride_ != 0) {
+  if (!composed(a, b)) {
     walk(path(a, b).steps);  // pairs within one die, or any pair of a small machine: kept per pair
   } else {
     // The same steps as path(a, b), from pieces kept per endpoint and per die
     // pair, so memory grows with endpoints and dies^2, not endpoints^2.
-    walk(leg(a, true));
-    walk(die_route(da, db));
-    walk(leg(b, false));
+    walk(leg(a, true).steps);
+    walk(die_route(endpoint(a).die_global, endpoint(b).die_global).steps);
+    walk(leg(b, false).steps);
   }
   return t;
 }

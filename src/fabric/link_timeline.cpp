@@ -4,10 +4,10 @@
 
 namespace cohsim::fabric {
 
-sim::Tick LinkTimeline::earliest(sim::Tick ready, sim::Tick length) const {
+sim::Tick LinkTimeline::earliest_between(sim::Tick ready, sim::Tick length) const {
   sim::Tick start = ready;
   // The first booking that ends after `ready`; ends are sorted like starts.
-  auto it = std::upper_bound(busy_.begin(), busy_.end(), ready,
+  auto it = std::upper_bound(busy_.begin() + static_cast<std::ptrdiff_t>(first_), busy_.end(), ready,
                              [](sim::Tick t, const auto& b) { return t < b.second; });
   for (; it != busy_.end(); ++it) {
     if (it->first >= start + length) break;  // the gap before this booking fits
@@ -16,12 +16,12 @@ sim::Tick LinkTimeline::earliest(sim::Tick ready, sim::Tick length) const {
   return start;
 }
 
-void LinkTimeline::book(sim::Tick start, sim::Tick length) {
-  if (length == 0) return;
+void LinkTimeline::book_between(sim::Tick start, sim::Tick length) {
   const sim::Tick end = start + length;
-  auto next = std::lower_bound(busy_.begin(), busy_.end(), start,
-                               [](const auto& b, sim::Tick t) { return b.first < t; });
-  const bool joins_prev = next != busy_.begin() && std::prev(next)->second == start;
+  const auto live = busy_.begin() + static_cast<std::ptrdiff_t>(first_);
+  auto next = std::lower_bound(live, busy_.end(), start, [](const auto& b, sim::Tick t) { return b.first < t; });
+  // An ended booking is as good as gone: the new one does not join it.
+  const bool joins_prev = next != live && std::prev(next)->second == start;
   const bool joins_next = next != busy_.end() && next->first == end;
   if (joins_prev && joins_next) {
     std::prev(next)->second = next->second;
@@ -35,11 +35,9 @@ void LinkTimeline::book(sim::Tick start, sim::Tick length) {
   }
 }
 
-void LinkTimeline::forget_before(sim::Tick now) {
-  if (busy_.empty() || busy_.front().second > now) return;  // the common case: nothing ended yet
-  auto ended = std::upper_bound(busy_.begin(), busy_.end(), now,
-                                [](sim::Tick t, const auto& b) { return t < b.second; });
-  busy_.erase(busy_.begin(), ended);
+void LinkTimeline::drop_ended() {
+  busy_.erase(busy_.begin(), busy_.begin() + static_cast<std::ptrdiff_t>(first_));
+  first_ = 0;
 }
 
 }  // namespace cohsim::fabric

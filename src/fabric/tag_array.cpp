@@ -11,28 +11,32 @@ TagArray::TagArray(std::uint64_t bytes, int assoc) : assoc_(std::max(assoc, 1)) 
 }
 
 bool TagArray::touch(std::uint64_t line) {
-  for (auto& w : set_of(line))
-    if (w.line == line) {
-      w.stamp = ++clock_;
-      return true;
-    }
-  return false;
+  Way* w = find(ways_.data(), set_of(line), line);
+  if (w) w->stamp = ++clock_;
+  return w != nullptr;
 }
 
-bool TagArray::contains(std::uint64_t line) const {
-  for (const auto& w : set_of(line))
-    if (w.line == line) return true;
-  return false;
-}
+bool TagArray::contains(std::uint64_t line) const { return find(ways_.data(), set_of(line), line) != nullptr; }
 
 void TagArray::remove(std::uint64_t line) {
-  auto& set = set_of(line);
-  for (std::size_t i = 0; i < set.size(); ++i)
-    if (set[i].line == line) {
-      set[i] = set.back();
-      set.pop_back();
-      return;
-    }
+  Set& set = set_of(line);
+  if (Way* w = find(ways_.data(), set, line)) {
+    *w = ways_[set.first + set.size - 1];
+    --set.size;
+  }
+}
+
+void TagArray::grow(Set& set) {
+  // A set's first block holds its associativity; one that grows past it (no
+  // way was evictable) moves to a block twice as large and leaves the old one
+  // unused, which is rare enough not to be worth reusing.
+  const std::uint32_t capacity = set.capacity == 0 ? static_cast<std::uint32_t>(assoc_) : 2 * set.capacity;
+  const std::size_t first = ways_.size();
+  ways_.resize(first + capacity);
+  std::copy_n(ways_.begin() + static_cast<std::ptrdiff_t>(set.first), set.size,
+              ways_.begin() + static_cast<std::ptrdiff_t>(first));
+  set.first = first;
+  set.capacity = capacity;
 }
 
 }  // namespace cohsim::fabric

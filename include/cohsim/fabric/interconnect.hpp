@@ -97,8 +97,9 @@ class Interconnect {
   /// arrival time at `b` (`at` itself when a non-CPU agent sends to itself), after booking on each link on the way the earliest
   /// free slot of the class occupancy at or after the time it gets there.
   Tick send(int a, int b, Tick at);
-  /// Unloaded latency between two endpoints.
-  Tick latency(int a, int b) { return path(a, b).latency; }
+  /// Unloaded latency between two endpoints (on a machine too large for the
+  /// direct path index, from the pieces send() keeps, keeping no path).
+  Tick latency(int a, int b) { return composed(a, b) ? composed_latency(a, b) : path(a, b).latency; }
   const HopCost& cost(HopClass c) const { return costs_[static_cast<std::size_t>(c)]; }
   const std::vector<Link>& links() const { return links_; }
   /// A step's link name, or "<class> ring at one stop" for a step without a link.
@@ -132,12 +133,19 @@ class Interconnect {
   /// Steps kept once computed (a leg per endpoint, a route per die pair).
   struct KeptSteps {
     bool valid = false;
+    Tick latency = 0;  ///< sum of the steps' latencies
     std::vector<Step> steps;
   };
   /// Endpoint `ep`'s way from its stop to its die's stop 0 (`out`), or back (in).
-  const std::vector<Step>& leg(int ep, bool out);
+  const KeptSteps& leg(int ep, bool out);
   /// From stop 0 of die `from` to stop 0 of die `to` (different dies).
-  const std::vector<Step>& die_route(int from, int to);
+  const KeptSteps& die_route(int from, int to);
+  /// latency() of a pair whose path send() composes.
+  Tick composed_latency(int a, int b);
+  /// True when send() composes a's path to b from legs and a die route.
+  bool composed(int a, int b) const {
+    return dense_stride_ == 0 && endpoint(a).die_global != endpoint(b).die_global;
+  }
   /// Books the earliest slot on `l` at or after `ready`; returns its start.
   Tick reserve(Link& l, Tick ready);
 

@@ -15,17 +15,50 @@ namespace cohsim::fabric {
 class LinkTimeline {
  public:
   /// The earliest start at or after `ready` of a free slot `length` long.
-  sim::Tick earliest(sim::Tick ready, sim::Tick length) const;
+  sim::Tick earliest(sim::Tick ready, sim::Tick length) const {
+    // Most messages find nothing booked after their ready time.
+    if (busy_.empty() || busy_.back().second <= ready) return ready;
+    return earliest_between(ready, length);
+  }
   /// Books [start, start + length); `start` must come from earliest() with the same length.
-  void book(sim::Tick start, sim::Tick length);
+  void book(sim::Tick start, sim::Tick length) {
+    if (length == 0) return;
+    // Most bookings come after every other one: they extend or follow the last.
+    if (busy_.empty() || busy_.back().second < start) {
+      busy_.push_back({start, start + length});
+    } else if (busy_.back().second == start) {
+      busy_.back().second = start + length;
+    } else {
+      book_between(start, length);
+    }
+  }
   /// Drops the bookings that ended at or before `now`: simulated time only
   /// moves forward and no message is ready before it, so they cannot matter.
-  void forget_before(sim::Tick now);
+  void forget_before(sim::Tick now) {
+    // Ends are sorted like starts: the ended bookings lead. They are skipped
+    // here and erased only once they are at least half the vector, so the
+    // live bookings moved never outnumber the ended ones dropped.
+    while (first_ < busy_.size() && busy_[first_].second <= now) ++first_;
+    if (first_ == busy_.size()) {
+      busy_.clear();
+      first_ = 0;
+    } else if (2 * first_ >= busy_.size()) {
+      drop_ended();
+    }
+  }
   /// Bookings held: at most one per message still to leave the link after `now`.
-  std::size_t bookings() const { return busy_.size(); }
+  std::size_t bookings() const { return busy_.size() - first_; }
 
  private:
+  /// earliest() when some booking ends after `ready`.
+  sim::Tick earliest_between(sim::Tick ready, sim::Tick length) const;
+  /// book() when some booking ends after `start`.
+  void book_between(sim::Tick start, sim::Tick length);
+  /// Erases the bookings before first_.
+  void drop_ended();
+
   std::vector<std::pair<sim::Tick, sim::Tick>> busy_;
+  std::size_t first_ = 0;  ///< busy_[0, first_) ended at or before the last forget_before()
 };
 
 }  // namespace cohsim::fabric

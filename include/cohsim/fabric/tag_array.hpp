@@ -2,6 +2,7 @@
 // coherence state live with the cache controller).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -30,34 +31,55 @@ class TagArray {
     std::uint64_t line;
     std::uint64_t stamp;
   };
-  std::vector<Way>& set_of(std::uint64_t line) { return sets_data_[(line >> 6) % sets_]; }
-  const std::vector<Way>& set_of(std::uint64_t line) const { return sets_data_[(line >> 6) % sets_]; }
+  /// A set's ways: `size` of them from ways_[first], in a block of `capacity`
+  /// (none until the set's first insert, so an array's memory follows the
+  /// sets in use, not its capacity).
+  struct Set {
+    std::size_t first = 0;
+    std::uint32_t size = 0;
+    std::uint32_t capacity = 0;
+  };
+  Set& set_of(std::uint64_t line) { return sets_data_[(line >> 6) % sets_]; }
+  const Set& set_of(std::uint64_t line) const { return sets_data_[(line >> 6) % sets_]; }
+  /// `line`'s way in `set` of `ways` (ways_.data(), const or not), or null when absent.
+  template <class W>
+  static W* find(W* ways, const Set& set, std::uint64_t line) {
+    for (W *w = ways + set.first, *end = w + set.size; w != end; ++w)
+      if (w->line == line) return w;
+    return nullptr;
+  }
+  /// Gives `set` a block with room for one more way.
+  void grow(Set& set);
   std::uint64_t sets_ = 1;
   int assoc_ = 1;
   std::uint64_t clock_ = 0;
-  std::vector<std::vector<Way>> sets_data_;
+  std::vector<Set> sets_data_;
+  std::vector<Way> ways_;  ///< every set's block, one after the other
 };
 
 template <class Pred>
 std::optional<std::uint64_t> TagArray::insert(std::uint64_t line, Pred evictable) {
-  auto& set = set_of(line);
-  for (auto& w : set)
-    if (w.line == line) {
-      w.stamp = ++clock_;
-      return std::nullopt;
-    }
+  Set& set = set_of(line);
+  if (Way* w = find(ways_.data(), set, line)) {
+    w->stamp = ++clock_;
+    return std::nullopt;
+  }
   std::optional<std::uint64_t> victim;
-  if (static_cast<int>(set.size()) >= assoc_) {
-    std::size_t best = set.size();
-    for (std::size_t i = 0; i < set.size(); ++i)
-      if (evictable(set[i].line) && (best == set.size() || set[i].stamp < set[best].stamp)) best = i;
-    if (best != set.size()) {
-      victim = set[best].line;
-      set[best] = set.back();
-      set.pop_back();
+  if (set.size >= static_cast<std::uint32_t>(assoc_)) {
+    // Stamps are unique, so the least recent evictable way is one whatever the ways' order.
+    Way* const begin = ways_.data() + set.first;
+    Way* const end = begin + set.size;
+    Way* best = end;
+    for (Way* w = begin; w != end; ++w)
+      if (evictable(w->line) && (best == end || w->stamp < best->stamp)) best = w;
+    if (best != end) {
+      victim = best->line;
+      *best = end[-1];
+      --set.size;
     }
   }
-  set.push_back({line, ++clock_});
+  if (set.size == set.capacity) grow(set);
+  ways_[set.first + set.size++] = {line, ++clock_};
   return victim;
 }
 

@@ -1,0 +1,40 @@
+// A link port's timeline: the first free slot that fits, merged bookings, and
+// ended bookings forgotten without touching live ones.
+#include <catch2/catch.hpp>
+
+#include "cohsim/fabric/link_timeline.hpp"
+
+using cohsim::fabric::LinkTimeline;
+
+TEST_CASE("a link timeline gives a message the first gap that fits and merges touching bookings", "[interconnect]") {
+  LinkTimeline t;
+  t.book(100, 10);
+  t.book(130, 10);
+  CHECK(t.earliest(0, 10) == 0);      // fits before the first booking
+  CHECK(t.earliest(95, 10) == 110);   // overlaps the first: the gap after it fits
+  CHECK(t.earliest(112, 20) == 140);  // the gap 110..130 is too short
+  CHECK(t.earliest(200, 5) == 200);   // nothing booked after it
+  t.book(110, 10);
+  CHECK(t.bookings() == 2);  // joined the first
+  t.book(120, 10);
+  CHECK(t.bookings() == 1);  // joined both: one interval 100..140
+  CHECK(t.earliest(100, 1) == 140);
+  t.forget_before(139);
+  CHECK(t.bookings() == 1);
+  t.forget_before(140);
+  CHECK(t.bookings() == 0);
+}
+
+TEST_CASE("a link timeline forgets ended bookings and never joins a new booking to one", "[interconnect]") {
+  LinkTimeline t;
+  for (cohsim::sim::Tick start : {0, 20, 40, 60, 80}) t.book(start, 10);
+  t.forget_before(10);  // the first ended, exactly at the new booking's start
+  CHECK(t.bookings() == 4);
+  REQUIRE(t.earliest(10, 5) == 10);
+  t.book(10, 5);
+  CHECK(t.bookings() == 5);  // a booking of its own, not the ended one extended
+  t.forget_before(50);
+  CHECK(t.bookings() == 2);  // 60..70 and 80..90 live on
+  CHECK(t.earliest(50, 10) == 50);
+  CHECK(t.earliest(55, 10) == 70);
+}
