@@ -167,11 +167,7 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
                     : (row->actions & ca_issue_getm) ? DirEvent::GetM
                                                      : DirEvent::Upgrade;
     auto [entry, made] = c.entry(line);
-    if (made) {
-      HomeLine& h = home_line(line);
-      entry->home = &h;
-      h.holders.emplace_back(agent, entry);
-    }
+    if (made) home_line(line).add_holder(agent, *entry);
     change_entry(*entry, [&] { entry->state = row->next; });
     if (kind == DirEvent::Upgrade) ++stats_.upgrades; else ++stats_.misses;
     co_await request(agent, ep, line, kind);
@@ -259,7 +255,7 @@ Task<void> Fabric::wait_for_loss(int cpu, Addr line, Tick deadline, std::string_
 // -------------------------------------------------------------- checks ---
 void Fabric::drop_entry(int core, Addr line, CacheLine& entry) {
   tally(entry, -1);
-  entry.home->drop_holder(core);
+  entry.home->drop_holder(entry);
   cache(core).erase(line);
 }
 

@@ -34,6 +34,7 @@ struct Fabric::CacheLine {
   CacheState state = CacheState::I;
   LineData data{};
   HomeLine* home = nullptr;  ///< the line's home line (this entry is one of its holders)
+  std::size_t holder_index = 0;  ///< its place in home->holders
   sim::Signal mshr;  ///< waiters for the request in flight
   sim::Signal lost;  ///< CPUs spinning on this line
   Tick alu_busy = 0; ///< an L3 agent: when its atomics on this line are done
@@ -73,13 +74,17 @@ struct Fabric::HomeLine {
     bool operator==(const Tally&) const = default;
   };
   Tally tally;
-  void drop_holder(int core) {
-    for (auto& e : holders)
-      if (e.first == core) {
-        e = holders.back();
-        holders.pop_back();
-        return;
-      }
+  void add_holder(int core, CacheLine& e) {
+    e.home = this;
+    e.holder_index = holders.size();
+    holders.emplace_back(core, &e);
+  }
+  /// The last holder takes the dropped one's place.
+  void drop_holder(const CacheLine& e) {
+    const std::size_t i = e.holder_index;
+    holders[i] = holders.back();
+    holders[i].second->holder_index = i;
+    holders.pop_back();
   }
   LineData mem{};
   /// With checking on, the latest value in the line's coherence order once

@@ -263,7 +263,10 @@ Tick Interconnect::reserve(Link& l, Tick ready) {
   auto port = l.ports.begin();
   port->forget_before(now);
   Tick start = port->earliest(ready, occupancy);
-  for (auto other = port + 1; other != l.ports.end(); ++other) {
+  // No port starts before `ready`: when the first is free then, it is the
+  // first of those free earliest (the others drop their ended bookings when
+  // a message next looks at them).
+  for (auto other = port + 1; start != ready && other != l.ports.end(); ++other) {
     other->forget_before(now);
     if (const Tick s = other->earliest(ready, occupancy); s < start) {
       port = other;
