@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <algorithm>
@@ -445,4 +446,51 @@ TEST_CASE("a waiting process shows what it waits on and since when, a running on
   REQUIRE(sim.run() == RunEnd::all_done);
   REQUIRE_FALSE(w->waiting());
   REQUIRE(w->waiting_on().empty());
+}
+
+namespace {
+
+// Events that record (time, id) and may schedule more when they run.
+struct Plan {
+  Simulator sim;
+  std::vector<std::vector<std::pair<Tick, int>>> then;  // then[id]: what event id schedules
+  std::vector<std::pair<Tick, int>> ran;
+  void add(Tick at, int id) { sim.schedule(at, &Plan::fire, this, static_cast<std::uint64_t>(id)); }
+  static void fire(void* ctx, std::uint64_t id) {
+    auto* p = static_cast<Plan*>(ctx);
+    p->ran.push_back({p->sim.now(), static_cast<int>(id)});
+    for (auto [at, next] : p->then[id]) p->add(at, next);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("events of one far tick run in scheduling order, also those scheduled after the queue moved closer",
+          "[sim]") {
+  // t is 5 bytes away from 0: its events start in the queue's top level and
+  // move down level by level as the earlier events bring the base closer;
+  // 7, 8 and 9 are scheduled from there (on their way down, and from one
+  // byte away).
+  const Tick t = 0x0102'0304'0506;
+  const Tick closer = 0x0102'0300'0000, one_byte_before = t - 0x100;
+  Plan plan;
+  plan.then.resize(10);
+  plan.then[5] = {{t, 7}, {t + 1, 9}};
+  plan.then[6] = {{t, 8}};
+  plan.add(t, 1);
+  plan.add(t + 1, 2);
+  plan.add(t, 3);
+  plan.add(t + 0x10000, 4);
+  plan.add(closer, 5);
+  plan.add(one_byte_before, 6);
+  plan.sim.run();
+  REQUIRE(plan.ran == std::vector<std::pair<Tick, int>>{{closer, 5},
+                                                        {one_byte_before, 6},
+                                                        {t, 1},
+                                                        {t, 3},
+                                                        {t, 7},
+                                                        {t, 8},
+                                                        {t + 1, 2},
+                                                        {t + 1, 9},
+                                                        {t + 0x10000, 4}});
 }

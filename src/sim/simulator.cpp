@@ -10,10 +10,7 @@ void detail::PromiseBase::on_root_done(Process* p, std::exception_ptr error) noe
   p->sim_->process_done(p, error);
 }
 
-Simulator::Simulator() {
-  cur_.reserve(1024);
-  due_.reserve(1024);
-}
+Simulator::Simulator() = default;
 
 Simulator::~Simulator() {
   // Destroy every frame still held: finished processes not yet reaped (they
@@ -83,6 +80,8 @@ void Simulator::timeout_event(void* ctx, std::uint64_t arg) {
 void Simulator::process_done(Process* p, std::exception_ptr error) {
   p->done_ = true;
   ++done_count_;
+  // Reaped at the next tick, when they are many and most of the list.
+  if (done_count_ > 64 && done_count_ * 2 > processes_.size()) reap_due_ = true;
   if (!p->daemon_ && --live_non_daemon_ == 0) halt_check_ = true;
   if (error && !first_error_) {
     first_error_ = error;
@@ -90,74 +89,64 @@ void Simulator::process_done(Process* p, std::exception_ptr error) {
   }
 }
 
-[[gnu::always_inline]] inline void Simulator::run_batch(std::size_t limit) {
-  // cur_ does not change while its events run (they schedule into due_), so
-  // its storage and the index stay in registers; cur_head_ is stored before
-  // each event so that events_executed() counts it.
-  const Event* events = cur_.begin();
-  std::size_t i = cur_head_;
-  while (i < limit) {
-    const Event& e = events[i];
-    cur_head_ = ++i;
-    // Process resumptions are nearly all events: call them directly (inlined)
-    // rather than through the pointer.
-    if (e.fn == &Simulator::resume_event) [[likely]]
-      resume(static_cast<Process*>(e.ctx), e.arg);
-    else if (e.fn == &Simulator::timeout_event)
-      timeout_event(e.ctx, e.arg);
-    else
-      e.fn(e.ctx, e.arg);
-    if (halt_check_) [[unlikely]]
-      return;
-  }
+[[gnu::always_inline]] inline void Simulator::run_next_event() {
+  // Process resumptions are nearly all events: call them directly (inlined)
+  // rather than through the pointer.
+  const Event& e = current_tick_.pop_front();
+  // The event's slot may be reused once the call runs: read it before.
+  const auto fn = e.fn;
+  void* const ctx = e.ctx;
+  const std::uint64_t arg = e.arg;
+  if (fn == &Simulator::resume_event) [[likely]]
+    resume(static_cast<Process*>(ctx), arg);
+  else if (fn == &Simulator::timeout_event)
+    timeout_event(ctx, arg);
+  else
+    fn(ctx, arg);
 }
 
-[[gnu::always_inline]] inline std::size_t Simulator::batch_limit(const RunLimits& limits, std::uint64_t tick_start) const {
-  std::size_t limit = cur_.size();
-  const std::size_t left = limit - cur_head_;
-  const std::uint64_t executed = events_executed();
-  // The watchdog fails after the event that makes this tick's count exceed
-  // the maximum (the count never exceeds it here: that failed already).
-  const std::uint64_t to_watchdog = limits.max_events_per_tick - (executed - tick_start);
-  if (to_watchdog < left) limit = cur_head_ + static_cast<std::size_t>(to_watchdog) + 1;
-  // The progress hook runs after the event whose count is a multiple of 2^k.
-  if (progress_hook_) {
-    const std::uint64_t to_hook = progress_mask_ + 1 - (executed & progress_mask_);
-    if (to_hook < limit - cur_head_) limit = cur_head_ + static_cast<std::size_t>(to_hook);
-  }
-  return limit;
+void detail::EventRing::grow(std::uint64_t n) {
+  std::uint64_t slots = 2 * (mask_ + 1);
+  while (slots < tail_ - head_ + n) slots *= 2;
+  std::unique_ptr<Event[]> data(new Event[slots]);
+  for (std::uint64_t i = head_; i != tail_; ++i) data[i & (slots - 1)] = data_[i & mask_];
+  data_ = std::move(data);
+  mask_ = slots - 1;
 }
 
-bool Simulator::advance(Tick until, Tick& next) {
-  if (occupied_ == 0) return false;
-  const int k = std::countr_zero(occupied_);
-  detail::PodVec<Event>& bucket = buckets_[k];
-  Tick m = bucket[0].at;
-  Tick max = m;
-  for (const Event& e : bucket) {
-    m = std::min(m, e.at);
-    max = std::max(max, e.at);
-  }
-  next = m;
-  if (m > until) return false;
-  base_ = m;
-  occupied_ &= ~(std::uint64_t{1} << k);
-  if (m == max) {  // one tick only: the whole bucket is due, in order (due_ is empty)
-    due_.swap(bucket);
-    return true;
-  }
-  // Redistribute relative to the new base. Every event of this bucket shares
-  // the bits above k with m, so it lands in due_ or in a bucket below k.
-  for (const Event& e : bucket) {
-    if (e.at == m) {
-      due_.push_back(e);
-    } else {
-      const int j = std::bit_width(e.at ^ m) - 1;
-      buckets_[j].push_back(e);
-      occupied_ |= std::uint64_t{1} << j;
+// Inlined into the run loop: it runs once per tick, often for one event.
+[[gnu::always_inline]] inline bool detail::FutureEvents::take_earliest(Tick until, EventRing& out) {
+  if (occupied_words_ == 0) return false;
+  const unsigned w = static_cast<unsigned>(std::countr_zero(occupied_words_));
+  const unsigned i = w * 64 + static_cast<unsigned>(__builtin_ctzll(slot_words_[w]));  // the word is not 0
+  PodVec<Event>& slot = slots_[i];
+  // A slot of level 0 holds one tick; one of a higher level may hold several.
+  Tick earliest = slot[0].at;
+  Tick latest = earliest;
+  if (i >= kSlots && slot.size() > 1)
+    for (const Event& e : slot) {
+      earliest = std::min(earliest, e.at);
+      latest = std::max(latest, e.at);
+    }
+  if (earliest > until) return false;
+  base_ = earliest;
+  slot_words_[w] &= slot_words_[w] - 1;  // i is its lowest bit
+  if (slot_words_[w] == 0) occupied_words_ &= occupied_words_ - 1;
+  if (slot.size() == 1) {
+    out.push_back(slot[0]);
+  } else if (earliest == latest) {
+    out.append(slot.begin(), slot.end());
+  } else {
+    // The others share the slot's bytes from its level up with the new
+    // base: each goes to a lower level, in order.
+    for (const Event& e : slot) {
+      if (e.at == earliest)
+        out.push_back(e);
+      else
+        push(e);
     }
   }
-  bucket.clear();
+  slot.clear();
   return true;
 }
 
@@ -169,6 +158,7 @@ void Simulator::reap_done_processes() {
   });
   processes_.erase(it, processes_.end());
   done_count_ = 0;
+  reap_due_ = false;
 }
 
 std::string Simulator::describe_processes() const {
@@ -204,15 +194,25 @@ void Simulator::watchdog_fail(const std::string& why) const {
   throw WatchdogError(fmt::format("watchdog: {} at t={}\n{}", why, format_time(now_), describe_processes()));
 }
 
-RunEnd Simulator::run(const RunLimits& limits) {
+RunEnd Simulator::run(const RunLimits& run_limits) {
+  // A copy the loop can keep in registers (events may write through any reference).
+  const RunLimits limits = run_limits;
   stop_requested_ = false;
   halt_check_ = true;  // the run may be over before its first event
-  std::uint64_t tick_start = events_executed();  // the count when this tick began (or the run)
   last_progress_ = now_;
+  // The livelock watchdog fails after the event that makes a tick's count
+  // exceed the maximum, at count tick_start + per_tick (no count reaches
+  // 2^62: a larger maximum is no limit). The progress hook runs after every
+  // event whose count is a multiple of 2^k, at hook_at. The loop compares
+  // the count with the nearer of the two, check_at.
+  const std::uint64_t per_tick = std::min(limits.max_events_per_tick, std::uint64_t{1} << 62) + 1;
+  std::uint64_t tick_start = events_executed();  // the count when this tick began (or the run)
+  std::uint64_t hook_at = progress_hook_ ? (tick_start | progress_mask_) + 1 : ~std::uint64_t{0};
+  std::uint64_t check_at = std::min(tick_start + per_tick, hook_at);
   RunEnd end = RunEnd::queue_empty;
   for (;;) {
-    // Checked before every event: run_batch returns after any event that
-    // requested a stop or dropped the live count to zero.
+    // Checked before every event: an event that requests a stop or drops
+    // the live count to zero sets the flag.
     if (halt_check_) [[unlikely]] {
       halt_check_ = false;
       if (stop_requested_) {
@@ -224,25 +224,9 @@ RunEnd Simulator::run(const RunLimits& limits) {
         break;
       }
     }
-    if (cur_head_ < cur_.size()) {
-      run_batch(batch_limit(limits, tick_start));
-      const std::uint64_t executed = events_executed();
-      if ((executed & progress_mask_) == 0 && progress_hook_) [[unlikely]]
-        progress_hook_();
-      if (executed - tick_start > limits.max_events_per_tick) [[unlikely]]
-        watchdog_fail(
-            fmt::format("simulated time stopped advancing ({} events without time moving)", executed - tick_start));
-    } else if (!due_.empty()) {
-      // Everything in cur_ ran: the events scheduled meanwhile come next.
-      events_before_cur_ += cur_head_;
-      cur_.clear();
-      cur_head_ = 0;
-      cur_.swap(due_);
-      continue;
-    } else {
-      Tick next = 0;
-      if (!advance(limits.until, next)) {
-        if (occupied_ == 0) {
+    if (current_tick_.empty()) {
+      if (!future_.take_earliest(limits.until, current_tick_)) {
+        if (future_.empty()) {
           end = RunEnd::queue_empty;
         } else {
           now_ = limits.until;
@@ -250,12 +234,25 @@ RunEnd Simulator::run(const RunLimits& limits) {
         }
         break;
       }
-      now_ = next;
+      now_ = future_.base();
       tick_start = events_executed();
+      check_at = std::min(tick_start + per_tick, hook_at);
       if (limits.max_time_without_progress != kNever && now_ - last_progress_ > limits.max_time_without_progress)
         watchdog_fail(fmt::format("no progress for {}", format_time(now_ - last_progress_)));
-      if (done_count_ > 64 && done_count_ * 2 > processes_.size()) reap_done_processes();
-      continue;
+      if (reap_due_) [[unlikely]]
+        reap_done_processes();
+    }
+    run_next_event();
+    const std::uint64_t executed = events_executed();
+    if (executed == check_at) [[unlikely]] {
+      if (executed == hook_at) {
+        progress_hook_();
+        hook_at += progress_mask_ + 1;
+      }
+      if (executed - tick_start > limits.max_events_per_tick)
+        watchdog_fail(
+            fmt::format("simulated time stopped advancing ({} events without time moving)", executed - tick_start));
+      check_at = std::min(tick_start + per_tick, hook_at);
     }
   }
   if (first_error_) {

@@ -107,6 +107,93 @@ class PodVec {
   std::size_t cap_ = 0;
 };
 
+/// One scheduled call: fn(ctx, arg) at time `at`.
+struct Event {
+  Tick at;
+  void (*fn)(void*, std::uint64_t);
+  void* ctx;
+  std::uint64_t arg;
+};
+
+/// The events of the current tick, first in first out, in a ring of a power
+/// of two slots. Positions count every event ever queued, so the head is the
+/// number of events taken (the run loop counts events by it).
+class EventRing {
+ public:
+  EventRing() : data_(new Event[kInitialSlots]), mask_(kInitialSlots - 1) {}
+  void push_back(const Event& e) {
+    if (tail_ - head_ > mask_) [[unlikely]]
+      grow(1);
+    data_[tail_++ & mask_] = e;
+  }
+  /// Appends [first, last) in order.
+  void append(const Event* first, const Event* last) {
+    const auto n = static_cast<std::uint64_t>(last - first);
+    if (tail_ - head_ + n > mask_ + 1) [[unlikely]]
+      grow(n);
+    Event* const data = data_.get();
+    const std::uint64_t mask = mask_;
+    std::uint64_t tail = tail_;
+    for (; first != last; ++first) data[tail++ & mask] = *first;
+    tail_ = tail;
+  }
+  bool empty() const { return head_ == tail_; }
+  /// Takes the first event (its slot may be reused by the next push_back).
+  const Event& pop_front() { return data_[head_++ & mask_]; }
+  /// Events taken since construction.
+  std::uint64_t taken() const { return head_; }
+
+ private:
+  static constexpr std::size_t kInitialSlots = 1024;
+  /// Makes room for n more events.
+  [[gnu::noinline]] void grow(std::uint64_t n);
+  std::unique_ptr<Event[]> data_;
+  std::uint64_t mask_;
+  std::uint64_t head_ = 0;
+  std::uint64_t tail_ = 0;
+};
+
+/// Events after the current tick: a radix heap with 256-ary digits relative
+/// to a base time (the last tick taken; every queued time is after it). An
+/// event at t sits in level L = the highest byte in which t differs from the
+/// base, slot = byte L of t; an occupancy bit per (level, slot), ordered by
+/// level then slot, finds the earliest slot, which holds the earliest tick.
+/// Its events share every byte from L up (those of level 0 are one tick).
+/// Taking that tick makes it the base: the other events of the slot go to
+/// levels below L, and every other slot stays valid (their bytes from their
+/// level up are the new base's too). So an event moves at most 8 times, and
+/// with delays of 1 ns to 10 us (level 1 or 2 in picoseconds) once or twice.
+/// Events of one tick always share a slot, appended in scheduling order and
+/// moved in that order: ties need no sequence number.
+class FutureEvents {
+ public:
+  Tick base() const { return base_; }
+  bool empty() const { return occupied_words_ == 0; }
+  /// Queues e (e.at > base()).
+  [[gnu::always_inline]] void push(const Event& e) {
+    const unsigned i = slot_of(e.at);
+    slots_[i].push_back(e);
+    slot_words_[i / 64] |= std::uint64_t{1} << (i % 64);
+    occupied_words_ |= std::uint32_t{1} << (i / 64);
+  }
+  /// Makes the earliest queued tick the base and appends its events to
+  /// `out` in order; false (nothing changes) when the queue is empty or that
+  /// tick is past `until`.
+  bool take_earliest(Tick until, EventRing& out);
+
+ private:
+  static constexpr unsigned kLevels = 8, kSlots = 256;
+  /// Level * kSlots + slot of time t (> base_).
+  unsigned slot_of(Tick t) const {
+    const unsigned level = static_cast<unsigned>(std::bit_width(t ^ base_) - 1) / 8;
+    return level * kSlots + static_cast<unsigned>(t >> (8 * level) & (kSlots - 1));
+  }
+  Tick base_ = 0;
+  std::uint32_t occupied_words_ = 0;  // bit w set iff slot_words_[w] != 0
+  std::uint64_t slot_words_[kLevels * kSlots / 64] = {};  // bit i set iff slots_[i] is not empty
+  PodVec<Event> slots_[kLevels * kSlots];
+};
+
 }  // namespace detail
 
 /// A failure of the simulation itself (bad model state, a lost wake-up...).
@@ -182,7 +269,7 @@ class Simulator {
   /// Current simulated time.
   Tick now() const { return now_; }
   /// Number of events executed so far (the one running now included).
-  std::uint64_t events_executed() const { return events_before_cur_ + cur_head_; }
+  std::uint64_t events_executed() const { return current_tick_.taken(); }
 
   /// Starts `task` as a top-level process at the current time. A daemon does
   /// not keep the run alive and is not reported as stuck when it waits.
@@ -269,21 +356,11 @@ class Simulator {
   void wake(Process* p, std::uint64_t wait_id);
 
  private:
-  // The event queue. Events run in (time, scheduling order). Events at the
-  // current tick live in two FIFOs: cur_ (being run) and due_ (scheduled
-  // while cur_ runs; swapped in when cur_ is drained). Future events live in
-  // a radix heap keyed by time relative to base_ (the last tick the queue
-  // advanced to): an event at t goes to bucket bit_width(t ^ base_) - 1.
-  // Every pending time is >= base_, so advancing only ever moves events to
-  // lower buckets, appending in their current order: events of equal time
-  // therefore always share one bucket in scheduling order, and no sequence
-  // number is needed for ties.
-  struct Event {
-    Tick at;
-    void (*fn)(void*, std::uint64_t);
-    void* ctx;
-    std::uint64_t arg;
-  };
+  // The event queue. Events run in (time, scheduling order): those at the
+  // queue's base tick in current_tick_, in the order they were scheduled,
+  // later ones in future_, which hands over one tick at a time when
+  // current_tick_ is drained. While events run the base is now_.
+  using Event = detail::Event;
   friend struct detail::PromiseBase;
   friend class Signal;
   static void resume_event(void* ctx, std::uint64_t arg);
@@ -292,22 +369,16 @@ class Simulator {
   static void timeout_event(void* ctx, std::uint64_t arg);
   void process_done(Process* p, std::exception_ptr error);
   /// Schedules p's resumption now for a wait id known to be current.
-  /// (While events run, base_ == now_: the wake-up goes straight to due_.)
+  /// (While events run, the queue's base is now_: the wake-up goes straight
+  /// to current_tick_.)
   void wake_current_wait(Process* p, std::uint64_t wait_id) {
-    if (base_ == now_) [[likely]]
-      due_.push_back(Event{now_, &Simulator::resume_event, p, wait_id});
+    if (future_.base() == now_) [[likely]]
+      current_tick_.push_back(Event{now_, &Simulator::resume_event, p, wait_id});
     else
       schedule(now_, &Simulator::resume_event, p, wait_id);
   }
-  /// Runs cur_ from cur_head_ up to index `limit`, or until an event asks
-  /// for a halt check.
-  void run_batch(std::size_t limit);
-  /// The index of cur_ after which run() must look at the progress hook or
-  /// the per-tick watchdog, at most cur_.size().
-  std::size_t batch_limit(const RunLimits& limits, std::uint64_t tick_start) const;
-  /// Moves the earliest future tick's events to due_ and returns true, or
-  /// returns false (moving nothing) when there is none or it is past `until`.
-  bool advance(Tick until, Tick& next);
+  /// Takes the first event of current_tick_ and runs it.
+  void run_next_event();
   [[noreturn]] void schedule_in_past(Tick at) const;
   [[gnu::noinline]] void arm_timeout(Process* p, Tick deadline, std::uint64_t wait_id);
   [[noreturn]] void await_outside_process(std::string_view what) const;
@@ -315,19 +386,15 @@ class Simulator {
   void reap_done_processes();
 
   Tick now_ = 0;
-  Tick base_ = 0;  // radix base: every queued time is >= base_; base_ <= now_
-  // Events are counted by position: those before cur_ plus cur_head_, the
-  // running event included (the run loop does no per-event count).
-  std::uint64_t events_before_cur_ = 0;
-  detail::PodVec<Event> cur_;  // events at now_ being run, in order
-  std::size_t cur_head_ = 0;   // cur_[0, cur_head_) ran or runs now
-  detail::PodVec<Event> due_;  // events at base_ (== now_) scheduled after cur_
-  std::uint64_t occupied_ = 0;  // bit k set iff buckets_[k] is not empty
-  detail::PodVec<Event> buckets_[64];
+  // Events are counted by position in current_tick_ (the run loop does no
+  // per-event count).
+  detail::EventRing current_tick_;  // events at future_.base() (<= now_)
+  detail::FutureEvents future_;     // events after it
   std::vector<std::unique_ptr<Process>> processes_;
   std::size_t live_non_daemon_ = 0;
   bool non_daemon_spawned_ = false;
   std::size_t done_count_ = 0;
+  bool reap_due_ = false;  // done processes to reap at the next tick
   Process* current_ = nullptr;
   bool stop_requested_ = false;
   // Set when stop is requested or the live count drops to zero: the run loop
@@ -385,13 +452,10 @@ class Signal {
 inline void Simulator::schedule(Tick at, void (*fn)(void*, std::uint64_t), void* ctx, std::uint64_t arg) {
   if (at < now_) [[unlikely]]
     schedule_in_past(at);
-  if (at == base_) {  // base_ <= now_ <= at: the current tick
-    due_.push_back(Event{at, fn, ctx, arg});
-    return;
-  }
-  const int k = std::bit_width(at ^ base_) - 1;
-  buckets_[k].push_back(Event{at, fn, ctx, arg});
-  occupied_ |= std::uint64_t{1} << k;
+  if (at == future_.base())  // base <= now_ <= at: the current tick
+    current_tick_.push_back(Event{at, fn, ctx, arg});
+  else
+    future_.push(Event{at, fn, ctx, arg});
 }
 
 inline Process* Simulator::record_wait(std::string_view what, std::uint64_t address, Tick deadline) {
