@@ -494,3 +494,39 @@ TEST_CASE("events of one far tick run in scheduling order, also those scheduled 
                                                         {t + 1, 9},
                                                         {t + 0x10000, 4}});
 }
+
+TEST_CASE("a reaped process's stale timeouts do not touch a process spawned after the reap", "[sim]") {
+  // Many processes wait with a deadline, are woken early and end; they are
+  // reaped (more than 64 done, most of the list) before their deadlines come.
+  // A process spawned after the reap may reuse one of their objects: the
+  // stale timeouts must find a wait id that is not current (under the
+  // sanitizers, a freed object would be a use after free).
+  constexpr int kWaiters = 100;
+  constexpr Tick kDeadline = 1000;
+  Simulator sim;
+  Signal sig;
+  int woken = 0, timed_out = 0;
+  Tick late_resumed = 0;
+  auto waiter = [&]() -> Task<void> {
+    co_await sig.wait(sim, "test", 0, kDeadline);
+    if (sim.current()->timed_out()) ++timed_out;
+    ++woken;
+  };
+  auto late = [&]() -> Task<void> {
+    co_await sim.delay(5000);
+    late_resumed = sim.now();
+  };
+  auto driver = [&]() -> Task<void> {
+    co_await sim.delay(10);
+    sig.notify_all(sim);
+    co_await sim.delay(10);  // the waiters ended at 10; the reap comes with this tick
+    for (int i = 0; i < kWaiters; ++i) sim.spawn("late", late());
+  };
+  for (int i = 0; i < kWaiters; ++i) sim.spawn("w", waiter());
+  sim.spawn("driver", driver());
+  sim.run();
+  CHECK(woken == kWaiters);
+  CHECK(timed_out == 0);
+  CHECK(late_resumed == 20 + 5000);  // not at the stale deadline (1000)
+  CHECK(sim.now() == 20 + 5000);
+}

@@ -20,11 +20,19 @@ Simulator::~Simulator() {
 }
 
 Process& Simulator::spawn(std::string name, Task<void> task, bool daemon) {
-  auto proc = std::make_unique<Process>();
+  std::unique_ptr<Process> proc;
+  if (free_processes_.empty()) {
+    proc = std::make_unique<Process>();
+  } else {  // a reaped process's object, its wait ids going on from where they were
+    proc = std::move(free_processes_.back());
+    free_processes_.pop_back();
+  }
   Process* p = proc.get();
   p->sim_ = this;
   p->name_ = std::move(name);
   p->daemon_ = daemon;
+  p->done_ = false;
+  p->timed_out_ = false;
   auto h = task.release();
   h.promise().root_of = p;
   p->root_ = h;
@@ -33,9 +41,11 @@ Process& Simulator::spawn(std::string name, Task<void> task, bool daemon) {
     ++live_non_daemon_;
     non_daemon_spawned_ = true;
   }
-  // Start it at the current time, in scheduling order: its first wait (id 1).
+  // Start it at the current time, in scheduling order: its first wait (a
+  // new odd id: 1 for a new object; a reused one's ids never repeat, so a
+  // stale event or signal entry of its earlier life is recognised as stale).
   p->resume_point_ = h;
-  p->wait_id_ = 1;
+  p->wait_id_ += 1;
   p->waiting_on_ = "start";
   p->wait_since_ = now_;
   schedule(now_, &Simulator::resume_event, p, p->wait_id_);
@@ -151,11 +161,15 @@ void detail::EventRing::grow(std::uint64_t n) {
 }
 
 void Simulator::reap_done_processes() {
-  auto it = std::remove_if(processes_.begin(), processes_.end(), [](const auto& p) {
-    if (!p->done_) return false;
-    p->root_.destroy();
-    return true;
-  });
+  // The objects are kept for reuse, not freed: a stale timeout or wake-up
+  // event, or a signal's waiter entry, may still point to one (and then
+  // finds a wait id that is not current).
+  auto it = std::stable_partition(processes_.begin(), processes_.end(), [](const auto& p) { return !p->done_; });
+  for (auto done = it; done != processes_.end(); ++done) {
+    (*done)->root_.destroy();
+    (*done)->root_ = {};
+    free_processes_.push_back(std::move(*done));
+  }
   processes_.erase(it, processes_.end());
   done_count_ = 0;
   reap_due_ = false;

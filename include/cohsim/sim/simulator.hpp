@@ -391,6 +391,7 @@ class Simulator {
   detail::EventRing current_tick_;  // events at future_.base() (<= now_)
   detail::FutureEvents future_;     // events after it
   std::vector<std::unique_ptr<Process>> processes_;
+  std::vector<std::unique_ptr<Process>> free_processes_;  // reaped, for reuse by spawn
   std::size_t live_non_daemon_ = 0;
   bool non_daemon_spawned_ = false;
   std::size_t done_count_ = 0;
