@@ -86,7 +86,7 @@ Task<std::uint64_t> Fabric::atomic_in_llc(int cpu, Addr a, int size, RmwOp op, s
   // The L3 takes the line exclusive (every core's copy invalidated, the
   // requester's too); a line snooped away before the atomic ran is taken again.
   while (!holds_writable(agent, line)) co_await obtain(agent, l3, line, /*for_write=*/true);
-  CacheLine& cl = *cache(agent).find(line);  // (held writable: the loop above)
+  CacheLine& cl = held_entry(agent, line);  // (writable: the loop above)
   // Atomics on one line run one at a time: data array read, then the ALU,
   // the line held meanwhile. The value changes now, in this atomic's place in
   // the line's order; a snoop waits until the write (owner_line_alu_busy), so

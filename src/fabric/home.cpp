@@ -214,11 +214,11 @@ void Fabric::evict(int core, Addr victim) {
 
 Task<void> Fabric::put(int core, Addr line) {
   const int ep = core_cpu_[static_cast<std::size_t>(core)];
-  PrivateCache& c = cache(core);
   Txn t{.fabric = this, .line = line, .core = core, .ep = ep};
-  const CacheLine& cl = *c.find(line);  // (in MI_A or EI_A until the home answers)
-  const bool dirty = cl.state == CacheState::MI_A;
-  t.data = cl.data;
+  // The entry is in MI_A or EI_A until the home answers (read before any
+  // co_await: no reference to it is kept across one).
+  t.data = held_entry(core, line).data;
+  const bool dirty = held_entry(core, line).state == CacheState::MI_A;
   t.data_valid = true;
   ++stats_.writebacks;
   HomeLine& h = *co_await reach_home(ep, line, /*count_wait=*/false);

@@ -272,6 +272,8 @@ class Fabric {
   /// Changes a cache entry's state or data through `change`, keeping the tallies.
   template <class F>
   void change_entry(CacheLine& entry, F&& change);
+  /// `agent`'s entry for `line`, which the protocol says it has (else a SimError).
+  CacheLine& held_entry(int agent, Addr line);
   /// Removes `core`'s entry for `line` (it leaves the holders and the tallies).
   void drop_entry(int core, Addr line, CacheLine& entry);
   /// A write made `h.golden` the line's latest value; `writer`: the copy that
