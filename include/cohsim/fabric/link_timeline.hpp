@@ -46,7 +46,9 @@ class LinkTimeline {
       drop_ended();
     }
   }
-  /// Bookings held: at most one per message still to leave the link after `now`.
+  /// Bookings held since the last forget_before: at most one per message still
+  /// to leave the port after that time (a link whose first port is free looks
+  /// at no other, so its other ports drop ended bookings only when next asked).
   std::size_t bookings() const { return busy_.size() - first_; }
 
  private:
