@@ -166,8 +166,9 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
     DirEvent kind = (row->actions & ca_issue_gets) ? DirEvent::GetS
                     : (row->actions & ca_issue_getm) ? DirEvent::GetM
                                                      : DirEvent::Upgrade;
-    auto [entry, made] = c.entry(line);
-    if (made) home_line(line).add_holder(agent, *entry);
+    const auto made = c.entry(line);  // (not a structured binding: clang 14 cannot capture one in a lambda)
+    CacheLine* entry = made.first;
+    if (made.second) home_line(line).add_holder(agent, *entry);
     change_entry(*entry, [&] { entry->state = row->next; });
     if (kind == DirEvent::Upgrade) ++stats_.upgrades; else ++stats_.misses;
     co_await request(agent, ep, line, kind);
