@@ -271,30 +271,12 @@ void Fabric::drop_entry(int core, Addr line, CacheLine& entry) {
 
 void Fabric::golden_changed(HomeLine& h, const CacheLine* writer) {
   const bool writer_readable = writer != nullptr && readable(writer->state);
-  if (h.tally.readable == (writer_readable ? 1 : 0)) {  // the writer's copy is the only one (the rule holds)
+  if (h.tally.readable() == (writer_readable ? 1 : 0)) {  // the writer's copy is the only one (the rule holds)
     h.tally.stale = writer_readable && writer->data != *h.golden ? 1 : 0;
     return;
   }
-  h.tally.stale = 0;  // other readable copies (a violation the next check reports): recount them all
-  for (const auto& [core, entry] : h.holders)
-    if (readable(entry->state) && entry->data != *h.golden) ++h.tally.stale;
+  h.tally = h.counted();  // other readable copies (a violation the next check reports): recount them all
 }
-
-namespace {
-/// The tallies counted afresh from the holders (the check before the tallies were kept).
-template <class Home>
-typename Home::Tally count_holders(const Home& h) {
-  typename Home::Tally t;
-  for (const auto& [core, entry] : h.holders) {
-    if (!readable(entry->state)) continue;
-    ++t.readable;
-    if (writable(entry->state)) ++t.writable;
-    else ++t.shared;
-    if (h.golden && entry->data != *h.golden) ++t.stale;
-  }
-  return t;
-}
-}  // namespace
 
 void Fabric::check_line(Addr line) {
   ++stats_.checks;
@@ -303,7 +285,7 @@ void Fabric::check_line(Addr line) {
   const HomeLine& h = **home;
 #ifdef COHSIM_CHECKED
   // The checked builds (debug, sanitizers) check the tallies themselves.
-  if (!(count_holders(h) == h.tally))
+  if (!(h.counted() == h.tally))
     throw sim::SimError(fmt::format("checker tallies of line {:#x} ({}) are out of step with its holders", line,
                                     mem_.describe(line)));
 #endif

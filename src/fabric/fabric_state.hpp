@@ -67,13 +67,27 @@ struct Fabric::HomeLine {
   std::vector<std::pair<int, CacheLine*>> holders;
   /// The checker's tallies over `holders`, kept up to date as entries change
   /// (Fabric::change_entry), so that a check costs the same however many cores
-  /// hold the line: copies in E or M, copies in S, readable copies, and readable
-  /// copies whose data differ from `golden`.
+  /// hold the line: copies in E or M, copies in S, and readable copies whose
+  /// data differ from `golden`.
   struct Tally {
-    int writable = 0, shared = 0, readable = 0, stale = 0;
+    int writable = 0, shared = 0, stale = 0;
+    int readable() const { return writable + shared; }
+    /// Adds (`sign` 1) or removes (-1) entry `e`'s part, against `golden` (nullptr: no write yet).
+    void count(const CacheLine& e, const LineData* golden, int sign) {
+      if (!detail::readable(e.state)) return;  // (transient and I count nowhere)
+      if (detail::writable(e.state)) writable += sign;
+      else shared += sign;
+      if (golden != nullptr && e.data != *golden) stale += sign;
+    }
     bool operator==(const Tally&) const = default;
   };
   Tally tally;
+  /// The tallies counted afresh from the holders.
+  Tally counted() const {
+    Tally t;
+    for (const auto& [core, entry] : holders) t.count(*entry, golden.get(), 1);
+    return t;
+  }
   void add_holder(int core, CacheLine& e) {
     e.home = this;
     e.holder_index = holders.size();
@@ -142,13 +156,7 @@ inline Fabric::HomeLine& Fabric::home_line(Addr line) {
 
 /// Adds (`sign` 1) or removes (-1) an entry's part of its home line's tallies.
 inline void Fabric::tally(const CacheLine& e, int sign) {
-  HomeLine::Tally& t = e.home->tally;
-  const CacheState s = e.state;
-  if (!detail::readable(s)) return;  // (transient and I count nowhere)
-  t.readable += sign;
-  if (detail::writable(s)) t.writable += sign;
-  else t.shared += sign;
-  if (e.home->golden && e.data != *e.home->golden) t.stale += sign;
+  e.home->tally.count(e, e.home->golden.get(), sign);
 }
 
 template <class F>
