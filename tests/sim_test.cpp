@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "cohsim/sim/histogram.hpp"
 #include "cohsim/sim/random.hpp"
@@ -529,4 +530,100 @@ TEST_CASE("a reaped process's stale timeouts do not touch a process spawned afte
   CHECK(timed_out == 0);
   CHECK(late_resumed == 20 + 5000);  // not at the stale deadline (1000)
   CHECK(sim.now() == 20 + 5000);
+}
+
+namespace {
+
+/// A mixed workload whose log is every resumption and callback with its time
+/// and event count: delays of 0 to 1,000 ps (some alone in the queue, some
+/// not), notifies, waits with deadlines and callbacks, then one process
+/// alone. Each process draws from its own generator, so its choices do not
+/// depend on the interleaving.
+struct MixedRun {
+  std::vector<std::string> log;
+  std::vector<std::string> hooks;
+  std::uint64_t events = 0;
+  std::uint64_t inline_delays = 0;
+  Tick end = 0;
+};
+
+MixedRun mixed_run(bool inline_delays) {
+  Simulator sim;
+  sim.set_inline_delays(inline_delays);
+  MixedRun out;
+  std::vector<Signal> signals(4);
+  struct Note {
+    MixedRun* out;
+    Simulator* sim;
+    static void fire(void* ctx, std::uint64_t arg) {
+      auto* n = static_cast<Note*>(ctx);
+      n->out->log.push_back("cb" + std::to_string(arg) + "@" + std::to_string(n->sim->now()) + "#" +
+                            std::to_string(n->sim->events_executed()));
+    }
+  } note{&out, &sim};
+  auto worker = [&](int id, int steps) -> Task<void> {
+    std::mt19937_64 rng(static_cast<std::uint64_t>(id) * 7919 + 1);
+    auto pick = [&](std::uint64_t n) { return rng() % n; };
+    for (int s = 0; s < steps; ++s) {
+      switch (pick(6)) {
+        case 0:
+        case 1: co_await sim.delay(pick(4) == 0 ? 0 : pick(3) == 0 ? 1000 : 1 + pick(5)); break;
+        case 2: signals[pick(signals.size())].notify_all(sim); break;
+        case 3: co_await signals[pick(signals.size())].wait(sim, "mixed", 0, sim.now() + 1 + pick(50)); break;
+        case 4: sim.schedule(sim.now() + pick(8), &Note::fire, &note, static_cast<std::uint64_t>(id)); break;
+        default: co_await sim.delay(1 + pick(3)); break;
+      }
+      out.log.push_back("p" + std::to_string(id) + "." + std::to_string(s) + "@" + std::to_string(sim.now()) + "#" +
+                        std::to_string(sim.events_executed()) + (sim.current()->timed_out() ? "t" : ""));
+    }
+  };
+  for (int id = 0; id < 12; ++id) sim.spawn("w" + std::to_string(id), worker(id, 400));
+  sim.spawn("alone", worker(99, 20'000));  // outlives the others by far
+  sim.set_progress_hook([&] { out.hooks.push_back(std::to_string(sim.events_executed()) + "@" +
+                                                  std::to_string(sim.now())); }, 10);
+  RunLimits first;
+  first.until = 3'000;  // a time limit in the middle of the run
+  REQUIRE(sim.run(first) == RunEnd::time_limit);
+  out.log.push_back("until@" + std::to_string(sim.now()));
+  REQUIRE(sim.run() == RunEnd::all_done);
+  out.events = sim.events_executed();
+  out.inline_delays = sim.delays_taken_inline();
+  out.end = sim.now();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("delays ended without an event change no event's order, time or count", "[sim]") {
+  const MixedRun events = mixed_run(false);
+  const MixedRun inlined = mixed_run(true);
+  REQUIRE(events.inline_delays == 0);
+  REQUIRE(inlined.inline_delays > 1000);  // the lone process's delays at least
+  REQUIRE(inlined.events == events.events);
+  REQUIRE(inlined.end == events.end);
+  REQUIRE(inlined.hooks == events.hooks);
+  REQUIRE(inlined.log.size() == events.log.size());
+  for (std::size_t i = 0; i < events.log.size(); ++i) {
+    INFO("entry " << i);
+    REQUIRE(inlined.log[i] == events.log[i]);
+  }
+}
+
+TEST_CASE("a lone process's delays end without events up to the time limit", "[sim]") {
+  Simulator sim;
+  int done = 0;
+  auto ticker = [&]() -> Task<void> {
+    for (;;) {
+      co_await sim.delay(kNs);
+      ++done;
+    }
+  };
+  sim.spawn("ticker", ticker());
+  RunLimits limits;
+  limits.until = 10 * kNs + 500;
+  REQUIRE(sim.run(limits) == RunEnd::time_limit);
+  REQUIRE(done == 10);
+  REQUIRE(sim.now() == limits.until);
+  REQUIRE(sim.events_executed() == 11);  // the start and ten delays
+  REQUIRE(sim.delays_taken_inline() == 10);
 }

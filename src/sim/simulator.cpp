@@ -215,14 +215,17 @@ RunEnd Simulator::run(const RunLimits& run_limits) {
   halt_check_ = true;  // the run may be over before its first event
   last_progress_ = now_;
   // The livelock watchdog fails after the event that makes a tick's count
-  // exceed the maximum, at count tick_start + per_tick (no count reaches
+  // exceed the maximum, at count tick_start_ + per_tick_ (no count reaches
   // 2^62: a larger maximum is no limit). The progress hook runs after every
-  // event whose count is a multiple of 2^k, at hook_at. The loop compares
-  // the count with the nearer of the two, check_at.
-  const std::uint64_t per_tick = std::min(limits.max_events_per_tick, std::uint64_t{1} << 62) + 1;
-  std::uint64_t tick_start = events_executed();  // the count when this tick began (or the run)
-  std::uint64_t hook_at = progress_hook_ ? (tick_start | progress_mask_) + 1 : ~std::uint64_t{0};
-  std::uint64_t check_at = std::min(tick_start + per_tick, hook_at);
+  // event whose count is a multiple of 2^k, at hook_at_. The loop compares
+  // the count with the nearer of the two, check_at_. (Members: a delay taken
+  // inline starts a tick too, and is never the event at check_at_.)
+  per_tick_ = std::min(limits.max_events_per_tick, std::uint64_t{1} << 62) + 1;
+  tick_start_ = events_executed();  // the count when this tick began (or the run)
+  hook_at_ = progress_hook_ ? (tick_start_ | progress_mask_) + 1 : ~std::uint64_t{0};
+  check_at_ = std::min(tick_start_ + per_tick_, hook_at_);
+  inline_end_ = !inline_delays_on_ ? 0 : limits.until == kNever ? kNever : limits.until + 1;
+  max_time_without_progress_ = limits.max_time_without_progress;
   RunEnd end = RunEnd::queue_empty;
   for (;;) {
     // Checked before every event: an event that requests a stop or drops
@@ -248,9 +251,12 @@ RunEnd Simulator::run(const RunLimits& run_limits) {
         }
         break;
       }
-      now_ = future_.base();
-      tick_start = events_executed();
-      check_at = std::min(tick_start + per_tick, hook_at);
+      // (After a delay taken inline the taken tick may be now_: the same tick.)
+      if (future_.base() != now_) {
+        now_ = future_.base();
+        tick_start_ = events_executed();
+        check_at_ = std::min(tick_start_ + per_tick_, hook_at_);
+      }
       if (limits.max_time_without_progress != kNever && now_ - last_progress_ > limits.max_time_without_progress)
         watchdog_fail(fmt::format("no progress for {}", format_time(now_ - last_progress_)));
       if (reap_due_) [[unlikely]]
@@ -258,17 +264,18 @@ RunEnd Simulator::run(const RunLimits& run_limits) {
     }
     run_next_event();
     const std::uint64_t executed = events_executed();
-    if (executed == check_at) [[unlikely]] {
-      if (executed == hook_at) {
+    if (executed == check_at_) [[unlikely]] {
+      if (executed == hook_at_) {
         progress_hook_();
-        hook_at += progress_mask_ + 1;
+        hook_at_ += progress_mask_ + 1;
       }
-      if (executed - tick_start > limits.max_events_per_tick)
+      if (executed - tick_start_ > limits.max_events_per_tick)
         watchdog_fail(
-            fmt::format("simulated time stopped advancing ({} events without time moving)", executed - tick_start));
-      check_at = std::min(tick_start + per_tick, hook_at);
+            fmt::format("simulated time stopped advancing ({} events without time moving)", executed - tick_start_));
+      check_at_ = std::min(tick_start_ + per_tick_, hook_at_);
     }
   }
+  inline_end_ = 0;
   if (first_error_) {
     auto e = first_error_;
     first_error_ = nullptr;

@@ -7,6 +7,7 @@
 // can make no more progress ends with a report naming who waits on what.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <coroutine>
 #include <cstdlib>
@@ -168,6 +169,17 @@ class EventRing {
 class FutureEvents {
  public:
   Tick base() const { return base_; }
+  /// A lower bound of the earliest queued time (kNever when empty): the
+  /// earliest slot's first possible time.
+  Tick earliest_bound() const {
+    if (occupied_words_ == 0) return kNever;
+    const unsigned w = static_cast<unsigned>(std::countr_zero(occupied_words_));
+    const unsigned i = w * 64 + static_cast<unsigned>(__builtin_ctzll(slot_words_[w]));  // the word is not 0
+    const unsigned shift = 8 * (i / kSlots);  // the slot's level, in bits
+    // The base's bytes above the level, the slot's byte at it, zeros below.
+    const Tick above = shift + 8 < 64 ? base_ >> (shift + 8) << (shift + 8) : 0;
+    return above | Tick{i % kSlots} << shift;
+  }
   bool empty() const { return occupied_words_ == 0; }
   /// Queues e (e.at > base()).
   [[gnu::always_inline]] void push(const Event& e) {
@@ -268,8 +280,14 @@ class Simulator {
 
   /// Current simulated time.
   Tick now() const { return now_; }
-  /// Number of events executed so far (the one running now included).
-  std::uint64_t events_executed() const { return current_tick_.taken(); }
+  /// Number of events executed so far (the one running now included; a
+  /// delay taken inline counts as the event it stands for).
+  std::uint64_t events_executed() const { return current_tick_.taken() + delays_inline_; }
+  /// Delays that ended without an event (see delay()); counted in events_executed().
+  std::uint64_t delays_taken_inline() const { return delays_inline_; }
+  /// Whether delay() may end a delay without an event (on by default; off,
+  /// every delay is an event: for tests and measurements, results are equal).
+  void set_inline_delays(bool on) { inline_delays_on_ = on; }
 
   /// Starts `task` as a top-level process at the current time. A daemon does
   /// not keep the run alive and is not reported as stuck when it waits.
@@ -323,17 +341,29 @@ class Simulator {
   /// What a process in delay() waits on, as the watchdog's report shows it.
   static constexpr std::string_view kDelayWait = "delay";
   /// Awaitable: suspends the calling process for `d` picoseconds.
+  ///
+  /// When the delay's end would be the very next event the run executes (no
+  /// other event at or before it, and nothing for the run loop to do first),
+  /// the process is not suspended: time moves to the end and it goes on, as
+  /// if its wake-up event had run (it is counted as one). The order of every
+  /// event and every result are those of the suspended path.
   auto delay(Tick d) {
     // The wait is recorded and its timeout scheduled here, so that the
-    // awaiter the coroutine frame keeps is one pointer.
+    // awaiter the coroutine frame keeps is one pointer (nullptr when the
+    // delay was taken inline).
     struct Awaiter {
       Process* p;
-      bool await_ready() const noexcept { return false; }
+      bool await_ready() const noexcept { return p == nullptr; }
       void await_suspend(std::coroutine_handle<> h) const noexcept { enter_wait(p, h); }
       void await_resume() const noexcept {}
     };
     Process* p = record_wait(kDelayWait, 0);
-    schedule(now_ + d, &Simulator::timeout_event, p, p->wait_id_ + 1);
+    const Tick at = now_ + d;
+    if (delay_is_next_event(at)) {
+      take_delay_inline(p, at);
+      return Awaiter{nullptr};
+    }
+    schedule(at, &Simulator::timeout_event, p, p->wait_id_ + 1);
     return Awaiter{p};
   }
 
@@ -359,7 +389,9 @@ class Simulator {
   // The event queue. Events run in (time, scheduling order): those at the
   // queue's base tick in current_tick_, in the order they were scheduled,
   // later ones in future_, which hands over one tick at a time when
-  // current_tick_ is drained. While events run the base is now_.
+  // current_tick_ is drained. While events run the base is now_, except
+  // after a delay ended inline moved now_ on: the base stays behind until
+  // the process suspends, and events for now_ go to future_ (in order).
   using Event = detail::Event;
   friend struct detail::PromiseBase;
   friend class Signal;
@@ -369,8 +401,8 @@ class Simulator {
   static void timeout_event(void* ctx, std::uint64_t arg);
   void process_done(Process* p, std::exception_ptr error);
   /// Schedules p's resumption now for a wait id known to be current.
-  /// (While events run, the queue's base is now_: the wake-up goes straight
-  /// to current_tick_.)
+  /// (While events run, the queue's base is nearly always now_: the wake-up
+  /// goes straight to current_tick_.)
   void wake_current_wait(Process* p, std::uint64_t wait_id) {
     if (future_.base() == now_) [[likely]]
       current_tick_.push_back(Event{now_, &Simulator::resume_event, p, wait_id});
@@ -384,12 +416,50 @@ class Simulator {
   [[noreturn]] void await_outside_process(std::string_view what) const;
   [[noreturn]] void watchdog_fail(const std::string& why) const;
   void reap_done_processes();
+  /// True when an event at `at` scheduled now would be the next one run(),
+  /// as it stands, executes, with no check of its own due before it: the
+  /// current tick has no other event, the future queue none at or before
+  /// `at`, the run may go on (no stop, no end, no reaping due) up to `at`,
+  /// the progress watchdog would not fire there, the next event is not
+  /// one after which the loop runs its hook or livelock check, and inline
+  /// delays are on.
+  bool delay_is_next_event(Tick at) const {
+    // The two queue tests first: they decide nearly always.
+    return current_tick_.empty() && future_.earliest_bound() > at && !halt_check_ && !reap_due_ &&
+           at < inline_end_ && events_executed() + 1 < check_at_ &&
+           at - last_progress_ <= max_time_without_progress_;
+  }
+  /// Ends the current process's delay at `at` as its timeout event would:
+  /// the wait id moves on by the wait and the resumption, and the event is
+  /// counted, as the first of a new tick when time moves. The queue's base
+  /// then stays behind now_: events scheduled for `at` go to future_, in
+  /// order, and the loop takes them when the process suspends.
+  void take_delay_inline(Process* p, Tick at) {
+    p->wait_id_ += 2;
+    p->timed_out_ = true;
+    if (at != now_) {
+      now_ = at;
+      tick_start_ = events_executed();
+      check_at_ = std::min(tick_start_ + per_tick_, hook_at_);
+    }
+    ++delays_inline_;
+  }
 
   Tick now_ = 0;
   // Events are counted by position in current_tick_ (the run loop does no
   // per-event count).
   detail::EventRing current_tick_;  // events at future_.base() (<= now_)
   detail::FutureEvents future_;     // events after it
+  std::uint64_t delays_inline_ = 0;  // delays taken inline (each counts as an event)
+  bool inline_delays_on_ = true;
+  // The run loop's limits and event counts, as members so that a delay taken
+  // inline keeps them as the loop would (see delay_is_next_event).
+  Tick inline_end_ = 0;  // delays end inline before this time (never outside run())
+  Tick max_time_without_progress_ = kNever;
+  std::uint64_t per_tick_ = 0;    // the livelock limit + 1
+  std::uint64_t tick_start_ = 0;  // the count when the current tick began
+  std::uint64_t hook_at_ = 0;     // the count after which the progress hook runs
+  std::uint64_t check_at_ = 0;    // min(tick_start_ + per_tick_, hook_at_)
   std::vector<std::unique_ptr<Process>> processes_;
   std::vector<std::unique_ptr<Process>> free_processes_;  // reaped, for reuse by spawn
   std::size_t live_non_daemon_ = 0;
