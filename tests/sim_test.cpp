@@ -536,7 +536,9 @@ namespace {
 
 /// A mixed workload whose log is every resumption and callback with its time
 /// and event count: delays of 0 to 1,000 ps (some alone in the queue, some
-/// not), notifies, waits with deadlines and callbacks, then one process
+/// not), notifies, waits with deadlines, callbacks, short-lived processes
+/// (enough to be reaped; their wait ids show which objects were reused),
+/// stops, both watchdogs armed, every time above 2^40, then one process
 /// alone. Each process draws from its own generator, so its choices do not
 /// depend on the interleaving.
 struct MixedRun {
@@ -548,10 +550,12 @@ struct MixedRun {
 };
 
 MixedRun mixed_run(bool inline_delays) {
+  constexpr Tick kStart = (Tick{1} << 40) + 123'456;
   Simulator sim;
   sim.set_inline_delays(inline_delays);
   MixedRun out;
   std::vector<Signal> signals(4);
+  auto stamp = [&] { return "@" + std::to_string(sim.now()) + "#" + std::to_string(sim.events_executed()); };
   struct Note {
     MixedRun* out;
     Simulator* sim;
@@ -559,33 +563,52 @@ MixedRun mixed_run(bool inline_delays) {
       auto* n = static_cast<Note*>(ctx);
       n->out->log.push_back("cb" + std::to_string(arg) + "@" + std::to_string(n->sim->now()) + "#" +
                             std::to_string(n->sim->events_executed()));
+      if (arg == 7) n->sim->stop();  // worker 7's callbacks (a few) stop the run
     }
   } note{&out, &sim};
+  auto child = [&](Tick d) -> Task<void> {
+    if (d > 0) co_await sim.delay(d);
+  };
   auto worker = [&](int id, int steps) -> Task<void> {
     std::mt19937_64 rng(static_cast<std::uint64_t>(id) * 7919 + 1);
     auto pick = [&](std::uint64_t n) { return rng() % n; };
+    co_await sim.delay(kStart);
     for (int s = 0; s < steps; ++s) {
-      switch (pick(6)) {
+      switch (pick(8)) {
         case 0:
         case 1: co_await sim.delay(pick(4) == 0 ? 0 : pick(3) == 0 ? 1000 : 1 + pick(5)); break;
         case 2: signals[pick(signals.size())].notify_all(sim); break;
         case 3: co_await signals[pick(signals.size())].wait(sim, "mixed", 0, sim.now() + 1 + pick(50)); break;
-        case 4: sim.schedule(sim.now() + pick(8), &Note::fire, &note, static_cast<std::uint64_t>(id)); break;
+        case 4:
+          if (id != 7 || pick(20) == 0)
+            sim.schedule(sim.now() + pick(8), &Note::fire, &note, static_cast<std::uint64_t>(id));
+          break;
+        case 5: out.log.push_back("spawn" + std::to_string(sim.spawn("c", child(pick(3))).wait_id())); break;
+        case 6: sim.note_progress(); break;
         default: co_await sim.delay(1 + pick(3)); break;
       }
-      out.log.push_back("p" + std::to_string(id) + "." + std::to_string(s) + "@" + std::to_string(sim.now()) + "#" +
-                        std::to_string(sim.events_executed()) + (sim.current()->timed_out() ? "t" : ""));
+      out.log.push_back("p" + std::to_string(id) + "." + std::to_string(s) + stamp() +
+                        (sim.current()->timed_out() ? "t" : ""));
     }
   };
   for (int id = 0; id < 12; ++id) sim.spawn("w" + std::to_string(id), worker(id, 400));
   sim.spawn("alone", worker(99, 20'000));  // outlives the others by far
-  sim.set_progress_hook([&] { out.hooks.push_back(std::to_string(sim.events_executed()) + "@" +
-                                                  std::to_string(sim.now())); }, 10);
-  RunLimits first;
-  first.until = 3'000;  // a time limit in the middle of the run
-  REQUIRE(sim.run(first) == RunEnd::time_limit);
-  out.log.push_back("until@" + std::to_string(sim.now()));
-  REQUIRE(sim.run() == RunEnd::all_done);
+  sim.set_progress_hook([&] { out.hooks.push_back(stamp()); }, 10);
+  // Time limits before the workers start (a run restarts the no-progress
+  // clock) and in the middle of their work.
+  const Tick untils[] = {kStart - 1, kStart + 3'000, kNever};
+  std::size_t next_until = 0;
+  RunLimits limits;
+  limits.max_events_per_tick = 500;
+  limits.max_time_without_progress = 20'000;
+  limits.until = untils[next_until++];
+  for (;;) {
+    const RunEnd end = sim.run(limits);
+    out.log.push_back("end" + std::to_string(static_cast<int>(end)) + stamp());
+    if (end == RunEnd::all_done) break;
+    REQUIRE(end != RunEnd::queue_empty);
+    if (end == RunEnd::time_limit) limits.until = untils[next_until++];
+  }
   out.events = sim.events_executed();
   out.inline_delays = sim.delays_taken_inline();
   out.end = sim.now();
@@ -626,4 +649,76 @@ TEST_CASE("a lone process's delays end without events up to the time limit", "[s
   REQUIRE(sim.now() == limits.until);
   REQUIRE(sim.events_executed() == 11);  // the start and ten delays
   REQUIRE(sim.delays_taken_inline() == 10);
+}
+
+TEST_CASE("a stop inside a process ends the run before the process's next delay ends", "[sim]") {
+  Simulator sim;
+  std::vector<std::string> log;
+  auto stopper = [&]() -> Task<void> {
+    sim.stop();
+    co_await sim.delay(5);  // alone in the queue: the next event, but the run is over first
+    log.push_back("after@" + std::to_string(sim.now()));
+  };
+  sim.spawn("stopper", stopper());
+  REQUIRE(sim.run() == RunEnd::stopped);
+  REQUIRE(log.empty());
+  REQUIRE(sim.now() == 0);
+  REQUIRE(sim.run() == RunEnd::all_done);
+  REQUIRE(log == std::vector<std::string>{"after@5"});
+}
+
+TEST_CASE("delays ended without an event each start a tick for the livelock watchdog", "[sim][watchdog]") {
+  Simulator sim;
+  auto ticker = [&]() -> Task<void> {
+    for (int i = 0; i < 1000; ++i) co_await sim.delay(1);
+  };
+  sim.spawn("ticker", ticker());
+  RunLimits limits;
+  limits.max_events_per_tick = 100;  // far below the 1,001 events of the run, all at different ticks
+  REQUIRE(sim.run(limits) == RunEnd::all_done);
+  REQUIRE(sim.delays_taken_inline() == 1000);
+}
+
+TEST_CASE("a delay that wraps around time fails as scheduled in the past", "[sim]") {
+  Simulator sim;
+  auto wrapper = [&]() -> Task<void> {
+    co_await sim.delay(1000);
+    co_await sim.delay(Tick{0} - 100);  // now + d = 900: a model's "until t" with t already past
+  };
+  sim.spawn("wrapper", wrapper());
+  REQUIRE_THROWS_WITH(sim.run(), Catch::Contains("in the past"));
+}
+
+TEST_CASE("processes ended in a tick are reaped at the next tick, also after a delay ended without an event",
+          "[sim]") {
+  // 64 processes end at once, then `last` ends after its delay (taken inline:
+  // `keeper` waits longer), leaving a callback for the same time that spawns
+  // a process. Reaping waits for the next tick, so the new process gets a new
+  // object (wait id 1), not a reaped one, with inline delays on or off.
+  for (const bool inline_delays : {false, true}) {
+    Simulator sim;
+    sim.set_inline_delays(inline_delays);
+    std::uint64_t spawned_wait_id = 0;
+    auto quick = []() -> Task<void> { co_return; };
+    auto keeper = [&]() -> Task<void> { co_await sim.delay(100); };
+    struct Spawner {
+      Simulator* sim;
+      std::uint64_t* id;
+      static void fire(void* ctx, std::uint64_t) {
+        auto* s = static_cast<Spawner*>(ctx);
+        *s->id = s->sim->spawn("late", []() -> Task<void> { co_return; }()).wait_id();
+      }
+    } spawner{&sim, &spawned_wait_id};
+    auto last = [&]() -> Task<void> {
+      co_await sim.delay(10);
+      sim.schedule(sim.now(), &Spawner::fire, &spawner);
+    };
+    for (int i = 0; i < 64; ++i) sim.spawn("quick", quick());
+    sim.spawn("keeper", keeper());
+    sim.spawn("last", last());
+    REQUIRE(sim.run() == RunEnd::all_done);
+    INFO("inline delays " << inline_delays);
+    REQUIRE(sim.delays_taken_inline() == (inline_delays ? 1 : 0));
+    REQUIRE(spawned_wait_id == 1);
+  }
 }

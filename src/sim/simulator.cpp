@@ -251,16 +251,18 @@ RunEnd Simulator::run(const RunLimits& run_limits) {
         }
         break;
       }
-      // (After a delay taken inline the taken tick may be now_: the same tick.)
+      // A new tick, unless a delay ended inline made the taken tick now_
+      // already: its events are the rest of the current tick, which the
+      // suspended path would have run from current_tick_ (no reap, no check).
       if (future_.base() != now_) {
         now_ = future_.base();
         tick_start_ = events_executed();
         check_at_ = std::min(tick_start_ + per_tick_, hook_at_);
+        if (limits.max_time_without_progress != kNever && now_ - last_progress_ > limits.max_time_without_progress)
+          watchdog_fail(fmt::format("no progress for {}", format_time(now_ - last_progress_)));
+        if (reap_due_) [[unlikely]]
+          reap_done_processes();
       }
-      if (limits.max_time_without_progress != kNever && now_ - last_progress_ > limits.max_time_without_progress)
-        watchdog_fail(fmt::format("no progress for {}", format_time(now_ - last_progress_)));
-      if (reap_due_) [[unlikely]]
-        reap_done_processes();
     }
     run_next_event();
     const std::uint64_t executed = events_executed();

@@ -287,6 +287,7 @@ class Simulator {
   std::uint64_t delays_taken_inline() const { return delays_inline_; }
   /// Whether delay() may end a delay without an event (on by default; off,
   /// every delay is an event: for tests and measurements, results are equal).
+  /// Takes effect at the next run().
   void set_inline_delays(bool on) { inline_delays_on_ = on; }
 
   /// Starts `task` as a top-level process at the current time. A daemon does
@@ -391,7 +392,8 @@ class Simulator {
   // later ones in future_, which hands over one tick at a time when
   // current_tick_ is drained. While events run the base is now_, except
   // after a delay ended inline moved now_ on: the base stays behind until
-  // the process suspends, and events for now_ go to future_ (in order).
+  // the loop next takes a tick from future_, and events for now_ go to
+  // future_ (in order; the loop takes them as the rest of the tick).
   using Event = detail::Event;
   friend struct detail::PromiseBase;
   friend class Signal;
@@ -425,15 +427,17 @@ class Simulator {
   /// delays are on.
   bool delay_is_next_event(Tick at) const {
     // The two queue tests first: they decide nearly always.
-    return current_tick_.empty() && future_.earliest_bound() > at && !halt_check_ && !reap_due_ &&
-           at < inline_end_ && events_executed() + 1 < check_at_ &&
+    // (at < now_: a delay that wrapped around, which the event path reports
+    // as scheduled in the past.)
+    return current_tick_.empty() && future_.earliest_bound() > at && at >= now_ && !halt_check_ &&
+           !reap_due_ && at < inline_end_ && events_executed() + 1 < check_at_ &&
            at - last_progress_ <= max_time_without_progress_;
   }
   /// Ends the current process's delay at `at` as its timeout event would:
   /// the wait id moves on by the wait and the resumption, and the event is
   /// counted, as the first of a new tick when time moves. The queue's base
   /// then stays behind now_: events scheduled for `at` go to future_, in
-  /// order, and the loop takes them when the process suspends.
+  /// order, and the loop takes them as the rest of that tick.
   void take_delay_inline(Process* p, Tick at) {
     p->wait_id_ += 2;
     p->timed_out_ = true;
@@ -454,7 +458,7 @@ class Simulator {
   bool inline_delays_on_ = true;
   // The run loop's limits and event counts, as members so that a delay taken
   // inline keeps them as the loop would (see delay_is_next_event).
-  Tick inline_end_ = 0;  // delays end inline before this time (never outside run())
+  Tick inline_end_ = 0;  // delays end inline before this time (set by run(); processes run only inside it)
   Tick max_time_without_progress_ = kNever;
   std::uint64_t per_tick_ = 0;    // the livelock limit + 1
   std::uint64_t tick_start_ = 0;  // the count when the current tick began
