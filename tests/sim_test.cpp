@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "cohsim/sim/histogram.hpp"
@@ -559,13 +560,13 @@ MixedRun mixed_run(bool inline_delays) {
   struct Note {
     MixedRun* out;
     Simulator* sim;
+    std::function<std::string()> stamp;
     static void fire(void* ctx, std::uint64_t arg) {
       auto* n = static_cast<Note*>(ctx);
-      n->out->log.push_back("cb" + std::to_string(arg) + "@" + std::to_string(n->sim->now()) + "#" +
-                            std::to_string(n->sim->events_executed()));
+      n->out->log.push_back("cb" + std::to_string(arg) + n->stamp());
       if (arg == 7) n->sim->stop();  // worker 7's callbacks (a few) stop the run
     }
-  } note{&out, &sim};
+  } note{&out, &sim, stamp};
   auto child = [&](Tick d) -> Task<void> {
     if (d > 0) co_await sim.delay(d);
   };

@@ -127,8 +127,8 @@ void detail::EventRing::grow(std::uint64_t n) {
 // Inlined into the run loop: it runs once per tick, often for one event.
 [[gnu::always_inline]] inline bool detail::FutureEvents::take_earliest(Tick until, EventRing& out) {
   if (occupied_words_ == 0) return false;
-  const unsigned w = static_cast<unsigned>(std::countr_zero(occupied_words_));
-  const unsigned i = w * 64 + static_cast<unsigned>(__builtin_ctzll(slot_words_[w]));  // the word is not 0
+  const unsigned i = earliest_slot();
+  const unsigned w = i / 64;
   PodVec<Event>& slot = slots_[i];
   // A slot of level 0 holds one tick; one of a higher level may hold several.
   Tick earliest = slot[0].at;
@@ -221,9 +221,8 @@ RunEnd Simulator::run(const RunLimits& run_limits) {
   // the count with the nearer of the two, check_at_. (Members: a delay taken
   // inline starts a tick too, and is never the event at check_at_.)
   per_tick_ = std::min(limits.max_events_per_tick, std::uint64_t{1} << 62) + 1;
-  tick_start_ = events_executed();  // the count when this tick began (or the run)
-  hook_at_ = progress_hook_ ? (tick_start_ | progress_mask_) + 1 : ~std::uint64_t{0};
-  check_at_ = std::min(tick_start_ + per_tick_, hook_at_);
+  hook_at_ = progress_hook_ ? (events_executed() | progress_mask_) + 1 : ~std::uint64_t{0};
+  start_tick();  // (or the run)
   inline_end_ = !inline_delays_on_ ? 0 : limits.until == kNever ? kNever : limits.until + 1;
   max_time_without_progress_ = limits.max_time_without_progress;
   RunEnd end = RunEnd::queue_empty;
@@ -256,8 +255,7 @@ RunEnd Simulator::run(const RunLimits& run_limits) {
       // suspended path would have run from current_tick_ (no reap, no check).
       if (future_.base() != now_) {
         now_ = future_.base();
-        tick_start_ = events_executed();
-        check_at_ = std::min(tick_start_ + per_tick_, hook_at_);
+        start_tick();
         if (limits.max_time_without_progress != kNever && now_ - last_progress_ > limits.max_time_without_progress)
           watchdog_fail(fmt::format("no progress for {}", format_time(now_ - last_progress_)));
         if (reap_due_) [[unlikely]]
@@ -277,7 +275,6 @@ RunEnd Simulator::run(const RunLimits& run_limits) {
       check_at_ = std::min(tick_start_ + per_tick_, hook_at_);
     }
   }
-  inline_end_ = 0;
   if (first_error_) {
     auto e = first_error_;
     first_error_ = nullptr;

@@ -173,8 +173,7 @@ class FutureEvents {
   /// earliest slot's first possible time.
   Tick earliest_bound() const {
     if (occupied_words_ == 0) return kNever;
-    const unsigned w = static_cast<unsigned>(std::countr_zero(occupied_words_));
-    const unsigned i = w * 64 + static_cast<unsigned>(__builtin_ctzll(slot_words_[w]));  // the word is not 0
+    const unsigned i = earliest_slot();
     const unsigned shift = 8 * (i / kSlots);  // the slot's level, in bits
     // The base's bytes above the level, the slot's byte at it, zeros below.
     const Tick above = shift + 8 < 64 ? base_ >> (shift + 8) << (shift + 8) : 0;
@@ -195,6 +194,11 @@ class FutureEvents {
 
  private:
   static constexpr unsigned kLevels = 8, kSlots = 256;
+  /// The lowest occupied (level, slot) index (the queue is not empty).
+  unsigned earliest_slot() const {
+    const unsigned w = static_cast<unsigned>(std::countr_zero(occupied_words_));
+    return w * 64 + static_cast<unsigned>(__builtin_ctzll(slot_words_[w]));  // the word is not 0
+  }
   /// Level * kSlots + slot of time t (> base_).
   unsigned slot_of(Tick t) const {
     const unsigned level = static_cast<unsigned>(std::bit_width(t ^ base_) - 1) / 8;
@@ -438,13 +442,17 @@ class Simulator {
   /// counted, as the first of a new tick when time moves. The queue's base
   /// then stays behind now_: events scheduled for `at` go to future_, in
   /// order, and the loop takes them as the rest of that tick.
+  /// The events from the next one on are a new tick's (for the livelock count).
+  void start_tick() {
+    tick_start_ = events_executed();
+    check_at_ = std::min(tick_start_ + per_tick_, hook_at_);
+  }
   void take_delay_inline(Process* p, Tick at) {
     p->wait_id_ += 2;
     p->timed_out_ = true;
     if (at != now_) {
       now_ = at;
-      tick_start_ = events_executed();
-      check_at_ = std::min(tick_start_ + per_tick_, hook_at_);
+      start_tick();
     }
     ++delays_inline_;
   }
