@@ -63,8 +63,7 @@ Task<std::uint64_t> Fabric::atomic_at_home(int cpu, Addr a, int size, RmwOp op, 
   const std::uint64_t next = apply_rmw(op, old, operand, compare) & mask;
   put_bytes(h.mem, a, size, next);
   if (checking_) {
-    golden_of(h) = h.mem;  // the home's memory is now the latest value
-    golden_changed(h, nullptr);
+    set_golden(h, h.mem, nullptr);  // the home's memory is now the latest value
     if (write_observer_) write_observer_(a, size, next);
   }
   home_release(line);
@@ -107,8 +106,7 @@ Task<std::uint64_t> Fabric::atomic_in_llc(int cpu, Addr a, int size, RmwOp op, s
       put_bytes(cl.data, a, size, next);
     });
     if (checking_) {
-      golden_of(*cl.home) = cl.data;
-      golden_changed(*cl.home, &cl);
+      set_golden(*cl.home, cl.data, &cl);
       check_line(line);
       if (write_observer_) write_observer_(a, size, next);
     }

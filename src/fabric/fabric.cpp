@@ -278,6 +278,11 @@ void Fabric::golden_changed(HomeLine& h, const CacheLine* writer) {
   h.tally = h.counted();  // other readable copies (a violation the next check reports): recount them all
 }
 
+void Fabric::set_golden(HomeLine& h, const LineData& value, const CacheLine* writer) {
+  golden_of(h) = value;
+  golden_changed(h, writer);
+}
+
 void Fabric::check_line(Addr line) {
   ++stats_.checks;
   const auto* home = homes_.find(line);
@@ -289,16 +294,17 @@ void Fabric::check_line(Addr line) {
     throw sim::SimError(fmt::format("checker tallies of line {:#x} ({}) are out of step with its holders", line,
                                     mem_.describe(line)));
 #endif
-  if (h.tally.stale > 0)  // name the first stale copy in the holders' order
+  if (h.tally.stale > 0) {  // name the first stale copy in the holders' order
     for (const auto& [core, entry] : h.holders)
       if (readable(entry->state) && entry->data != *h.golden) {
         ++violations_;
         throw sim::SimError(fmt::format("coherence violation at t={}: core {} holds a stale copy of line {:#x} ({}) in {}",
                                         sim::format_time(sim_.now()), core, line, mem_.describe(line), name(entry->state)));
       }
-  if (h.tally.stale > 0)  // (a release build's guard; the checked builds compare every tally above)
+    // None found: a release build's guard (the checked builds compare every tally above).
     throw sim::SimError(fmt::format("checker tallies of line {:#x} ({}) count a stale copy that no holder has", line,
                                     mem_.describe(line)));
+  }
   if (h.tally.writable > 1 || (h.tally.writable == 1 && h.tally.shared > 0)) {
     ++violations_;
     throw sim::SimError(fmt::format("coherence violation at t={}: line {:#x} ({}) has {} writers and {} readers",
@@ -333,8 +339,7 @@ void Fabric::poke(Addr a, int size, std::uint64_t value) {
   HomeLine& h = home_line(line_of(a));
   put_bytes(h.mem, a, size, value);
   if (checking_) {
-    golden_of(h) = h.mem;
-    golden_changed(h, nullptr);
+    set_golden(h, h.mem, nullptr);
   }
 }
 

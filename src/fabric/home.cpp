@@ -250,8 +250,7 @@ Task<void> Fabric::device_write(int endpoint, Addr a, int size, std::uint64_t va
   put_bytes(h.mem, a, size, value);
   forget_in_llcs(line);
   if (checking_) {
-    golden_of(h) = h.mem;  // the home's memory is now the latest value
-    golden_changed(h, nullptr);
+    set_golden(h, h.mem, nullptr);  // the home's memory is now the latest value
     if (write_observer_) write_observer_(a, size, value);
   }
   home_release(line);

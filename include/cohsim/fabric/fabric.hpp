@@ -279,6 +279,8 @@ class Fabric {
   /// A write made `h.golden` the line's latest value; `writer`: the copy that
   /// made it (nullptr: the home's memory). The stale tally follows.
   void golden_changed(HomeLine& h, const CacheLine* writer);
+  /// A write of the whole line made `value` its latest (golden_changed follows).
+  void set_golden(HomeLine& h, const LineData& value, const CacheLine* writer);
   /// The checker: single writer or many readers, and no stale readable copy
   /// (O(1): reads the home line's tallies).
   void check_line(Addr line);
