@@ -18,9 +18,10 @@ namespace {
 
 const std::string kC2c = source_path("configs/scenarios/c2c-kunpeng920.json");
 
-/// The provenance of `path` in a run of `scenario_file`.
-config::Provenance provenance_of(const std::string& scenario_file, const std::string& path) {
-  auto s = scenario::load_scenario(scenario_file, "", {});
+/// The provenance of `path` in a run of `scenario_file` (with `overrides`).
+config::Provenance provenance_of(const std::string& scenario_file, const std::string& path,
+                                 const std::vector<scenario::Override>& overrides = {}) {
+  auto s = scenario::load_scenario(scenario_file, "", overrides);
   scenario::Run run(s, 1);
   for (const auto& p : run.registry().provenance())
     if (p.path == path) return p;
@@ -122,6 +123,21 @@ TEST_CASE("a platform estimate whose range end is not a value of its kind is ref
                                              Catch::Contains("range end \"1TiB\": expected a time"));
 }
 
+TEST_CASE("a coarse directory's look-up time is marked as having no effect under an exact directory only",
+          "[sensitivity][config]") {
+  const std::string path = "platform.coherence.directory.unit_lookup";
+  const auto exact = provenance_of(kC2c, path);
+  CHECK(exact.estimate);
+  CHECK_THAT(exact.unused_because, Catch::Contains("presence core"));
+  const auto coarse = provenance_of(kC2c, path, {{"platform.coherence.directory.presence", "socket"}});
+  CHECK(coarse.unused_because.empty());
+  // every other value of the platform is used
+  auto s = scenario::load_scenario(kC2c, "", {});
+  scenario::Run run(s, 1);
+  for (const auto& p : run.registry().provenance())
+    if (p.path != path) CHECK(p.unused_because.empty());
+}
+
 TEST_CASE("a percent change from a zero baseline is not defined and never 0 %", "[sensitivity]") {
   CHECK_FALSE(cli::pct(5.0, 0.0).has_value());
   CHECK_FALSE(cli::pct(0.0, 0.0).has_value());
@@ -156,6 +172,11 @@ TEST_CASE("sensitivity varies workload estimates and when screening runs the fiv
       call_path_moves = call_path_moves || e["value_low"] != e["value_high"];
     }
   CHECK(call_path_moves);
+  // a value with no effect in this configuration is listed with its reason, not run
+  REQUIRE(doc["not_varied"].size() == 1);
+  CHECK(doc["not_varied"][0]["param"] == "platform.coherence.directory.unit_lookup");
+  CHECK_THAT(r.output, Catch::Contains("not varied, no effect here: platform.coherence.directory.unit_lookup"));
+  for (const auto& in : doc["inputs"]) CHECK(in["param"] != "platform.coherence.directory.unit_lookup");
   // calibrated numbers of a platform copy: their rows run on the shipped file, so they are not varied
   REQUIRE(!doc["calibrated_ranges"]["ranges"].empty());
   for (const auto& c : doc["calibrated_ranges"]["ranges"]) CHECK_THAT(c["note"].get<std::string>(), Catch::Contains("run on other platforms"));

@@ -102,6 +102,7 @@ int cmd_params(const std::vector<std::string>& args) {
     if (const auto it = provenance.find(path); it != provenance.end()) {
       if (!it->second->workload) row["source"] = it->second->source;
       if (!it->second->range_low.is_null()) row["range"] = {it->second->range_low, it->second->range_high};
+      if (!it->second->unused_because.empty()) row["unused_because"] = it->second->unused_because;
     }
     rows.push_back(row);
   }
@@ -126,6 +127,7 @@ int cmd_params(const std::vector<std::string>& args) {
       std::cout << fmt::format("  {} = {}  ({})\n", r["name"].get<std::string>(), shown(r["value"]), facts);
       if (!r["doc"].get<std::string>().empty()) std::cout << "      " << r["doc"].get<std::string>() << "\n";
       if (!r["source"].get<std::string>().empty()) std::cout << "      source: " << r["source"].get<std::string>() << "\n";
+      if (r.contains("unused_because")) std::cout << "      no effect here: " << r["unused_because"].get<std::string>() << "\n";
     }
   }
   return kOk;

@@ -72,9 +72,10 @@ std::optional<json> reusable_range(const json& earlier, const json& wanted) {
   return std::nullopt;
 }
 
-/// The study's uncertain inputs; fills `ranges` with every calibrated parameter's search result.
+/// The study's uncertain inputs; fills `ranges` with every calibrated parameter's search result and
+/// `not_varied` with the uncertain values that have no effect in this configuration.
 std::vector<Input> uncertain_inputs(const SensitivityOptions& o, scenario::Run& probe, const std::string& platform_file,
-                                    json& ranges) {
+                                    json& ranges, json& not_varied) {
   std::vector<scenario::Override> platform_ov;
   for (const auto& ov : o.overrides)
     if (ov.key.rfind("platform.", 0) == 0) platform_ov.push_back(ov);
@@ -87,6 +88,10 @@ std::vector<Input> uncertain_inputs(const SensitivityOptions& o, scenario::Run& 
   const auto calibrated = std::count_if(prov.begin(), prov.end(), [](const auto& p) { return !p.estimate && !p.calibration_rows().empty(); });
   int done = 0;
   for (const auto& p : prov) {
+    if (!p.unused_because.empty()) {
+      if (p.estimate || !p.calibration_rows().empty()) not_varied.push_back({{"param", p.path}, {"why", p.unused_because}});
+      continue;
+    }
     if (p.estimate && !p.range_low.is_null()) {
       inputs.push_back({p.path, p.workload ? InputKind::workload_estimate : InputKind::estimate, p.range_low, p.range_high});
       continue;
@@ -170,7 +175,7 @@ json difference_range(const SensitivityOptions& o, const std::vector<RunOutput>&
 void print_study(const SensitivityOptions& o, const std::vector<Input>& inputs, const std::vector<Outcome>& outcomes,
                  const std::vector<std::size_t>& order, const std::vector<RunOutput>& nominal,
                  const std::vector<RunOutput>& screen_nominal, const std::string& metric, const json& ranges,
-                 const json& diff_range) {
+                 const json& not_varied, const json& diff_range) {
   std::map<InputKind, int> count;
   for (const auto& in : inputs) ++count[in.kind];
   std::cout << fmt::format("\nsensitivity: {} inputs varied one at a time at their range ends ({} estimates, {} calibrated, "
@@ -180,6 +185,8 @@ void print_study(const SensitivityOptions& o, const std::vector<Input>& inputs, 
   std::cout << "  estimates and workload estimates: their declared plausible range\n  " << kCalibratedRangeMethod << "\n";
   for (const auto& r : ranges)
     if (r["low"].is_null()) std::cout << fmt::format("  {}: {}\n", r["param"].get<std::string>(), r["note"].get<std::string>());
+  for (const auto& n : not_varied)
+    std::cout << fmt::format("  not varied, no effect here: {} ({})\n", n["param"].get<std::string>(), n["why"].get<std::string>());
   const auto full = std::count_if(outcomes.begin(), outcomes.end(), [](const auto& x) { return x.full; });
   if (!o.screen_sets.empty())
     std::cout << fmt::format("  screened: all {} inputs with short runs ({}); run at full length: the {} that moved "
@@ -234,8 +241,8 @@ int run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& n
   const std::string metric = o.metric.empty() ? nominal.front().results.metrics.front().first : o.metric;
   if (!nominal.front().results.has(metric))
     throw config::ConfigError(o.scenario, "--metric", fmt::format("the scenario has no metric '{}'", metric));
-  json ranges = json::array();
-  const std::vector<Input> inputs = uncertain_inputs(o, probe, s.platform.file, ranges);
+  json ranges = json::array(), not_varied = json::array();
+  const std::vector<Input> inputs = uncertain_inputs(o, probe, s.platform.file, ranges, not_varied);
 
   const bool screening = !o.screen_sets.empty();
   auto short_ov = o.overrides;
@@ -310,10 +317,11 @@ int run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& n
   doc["sensitivity"] = table;
   doc["inputs"] = listed;
   doc["calibrated_ranges"] = {{"method", kCalibratedRangeMethod}, {"ranges", ranges}};
+  doc["not_varied"] = not_varied;
   doc["screening"] = {{"screen_set", set_text(o.screen_sets)}, {"full_runs", o.full_runs},
                       {"full_length", full_names}, {"screened_only", screened_names}};
   doc["difference_range"] = difference_range(o, nominal, outcomes);
-  print_study(o, inputs, outcomes, order, nominal, screen_nominal, metric, ranges, doc["difference_range"]);
+  print_study(o, inputs, outcomes, order, nominal, screen_nominal, metric, ranges, not_varied, doc["difference_range"]);
   return static_cast<int>(std::count_if(outcomes.begin(), outcomes.end(), [](const auto& x) { return !x.error.empty(); }));
 }
 

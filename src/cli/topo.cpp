@@ -64,7 +64,10 @@ int cmd_topo(const std::vector<std::string>& args) {
   }
   json params = json::array();
   for (const auto& p : reg.provenance())
+  {
     params.push_back({{"path", p.path}, {"value", p.value}, {"source", p.source}, {"estimate", p.estimate}});
+    if (!p.unused_because.empty()) params.back()["unused_because"] = p.unused_because;
+  }
   if (as_json) {
     json out = {{"platform", m.name()}, {"cpus", t.cpu_count()}, {"sockets", t.sockets()}, {"dies", t.die_count()},
                 {"clusters", t.cluster_count()}, {"cores", t.core_count()}, {"threads_per_core", t.threads_per_core()},
@@ -146,7 +149,10 @@ int cmd_topo(const std::vector<std::string>& args) {
     std::cout << fmt::format("  = {:.1f} ns unloaded\n", sim::to_ns(p.latency));
   }
   std::cout << "\nparameters (value, source)\n";
-  for (const auto& p : reg.provenance()) std::cout << fmt::format("  {:<52} {:>10}  {}\n", p.path, p.value, p.source);
+  for (const auto& p : reg.provenance()) {
+    std::cout << fmt::format("  {:<52} {:>10}  {}\n", p.path, p.value, p.source);
+    if (!p.unused_because.empty()) std::cout << fmt::format("  {:<52} {:>10}  no effect here: {}\n", "", "", p.unused_because);
+  }
   return kOk;
 }
 

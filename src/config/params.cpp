@@ -256,6 +256,18 @@ const json* Reader::value_of(std::string_view key, Kind kind, const Spec& s) {
   return &v;
 }
 
+void Registry::mark_unused(const std::string& path, std::string why) {
+  for (auto it = provenance_.rbegin(); it != provenance_.rend(); ++it)
+    if (it->path == path) {
+      it->unused_because = std::move(why);
+      return;
+    }
+}
+
+void Reader::unused(std::string_view key, std::string why) {
+  if (!schema_mode()) registry_->mark_unused(path_of(key), std::move(why));
+}
+
 std::vector<std::string> Provenance::calibration_rows() const {
   static const std::string prefix = "calibration:";
   std::vector<std::string> rows;

@@ -36,6 +36,8 @@ DirectoryOrganisation::DirectoryOrganisation(config::Reader r) {
   unit_lookup = r.time("unit_lookup", Spec{.doc = "coarse presence: the unit agent's directory or snoop-filter "
                                                   "look-up before it fans an invalidation out",
                                            .def = "0", .max = 1e6});
+  if (this->presence == Presence::core)
+    r.unused("unit_lookup", "the directory is exact (presence core): no unit agent looks a line up");
 }
 
 int Fabric::presence_unit(int agent) const { return unit_of_socket(icn_.endpoint(agent_endpoint(agent)).socket); }

@@ -62,6 +62,10 @@ struct Provenance {
   bool workload = false;       ///< a workload parameter ("params.X"), not a platform number
   json range_low, range_high;  ///< for estimates, in config notation
   std::optional<double> min, max;  ///< the declared bounds, in base units (ps, Hz, bytes, plain)
+  /// Why the value has no effect in this configuration (a what-if parameter
+  /// of a mechanism the platform does not use); empty when it is used.
+  /// Sensitivity does not vary such a value; `topo` and `params` say why.
+  std::string unused_because;
   /// The calibration rows this value was fitted to: the row ids (names of
   /// the form a.b.c) its "calibration: ..." source names; empty otherwise.
   std::vector<std::string> calibration_rows() const;
@@ -75,6 +79,8 @@ class Registry {
   void mark_read(const std::string& path) { read_.insert(path); }
   bool was_read(const std::string& path) const { return read_.count(path) != 0; }
   void add_provenance(Provenance p) { provenance_.push_back(std::move(p)); }
+  /// Marks the value read at `path` as having no effect here (Provenance::unused_because).
+  void mark_unused(const std::string& path, std::string why);
   const std::vector<Provenance>& provenance() const { return provenance_; }
   /// Every value read, defaults included, by dotted path.
   std::map<std::string, json> used;
@@ -111,6 +117,10 @@ class Reader {
   /// Keys of a nested object whose keys are names (e.g. variants); marks it read.
   std::vector<std::string> keys_of(std::string_view key) const;
   bool has(std::string_view key) const;
+  /// After reading `key`: its value has no effect in this configuration, for
+  /// the reason `why` (e.g. a coarse directory's look-up time under an exact
+  /// directory). It must still be valid; sensitivity skips it.
+  void unused(std::string_view key, std::string why);
 
   /// Throws ConfigError for `key` with the value found there and `rule`.
   [[noreturn]] void fail(std::string_view key, const std::string& rule) const;
