@@ -186,13 +186,19 @@ sim::Task<void> tester(cpu::Cpu& c, const std::vector<fabric::Addr>& lines, int 
   co_await c.drain_store_buffer();
 }
 
+/// Per word, the place of each value written there in the word's coherence
+/// order (one map entry per write: from the frame pool, not the general allocator).
+using WritePositions = std::unordered_map<std::uint64_t, std::size_t, std::hash<std::uint64_t>, std::equal_to<std::uint64_t>,
+                                          sim::detail::PoolAllocator<std::pair<const std::uint64_t, std::size_t>>>;
+using CoherenceOrder = std::unordered_map<fabric::Addr, WritePositions>;
+
 /// Per-location coherence of one CPU's accesses, in program order, against
 /// the order its words' writes entered (`position`: 0 for the initial value):
 /// reads never go back (CoRR), a read after the CPU's own write sees it or a
 /// later one (CoWR), and a write comes after everything the CPU read or wrote
 /// there before (CoRW, CoWW). Returns the first violation, or "".
 std::string check_per_location(int cpu, const std::vector<Access>& log,
-                               const std::unordered_map<fabric::Addr, std::unordered_map<std::uint64_t, std::size_t>>& position) {
+                               const CoherenceOrder& position) {
   std::unordered_map<fabric::Addr, std::size_t> floor;  // per word: the latest position this CPU has seen or made
   for (std::size_t i = 0; i < log.size(); ++i) {
     const Access& e = log[i];
@@ -256,7 +262,7 @@ int cmd_selftest(const std::vector<std::string>& args) {
   fabric::Addr counter = m.memory().alloc(0, 64, 64, "selftest.counter");
   std::vector<std::uint64_t> incs(static_cast<std::size_t>(cpus), 0);
   std::vector<std::vector<Access>> logs(static_cast<std::size_t>(cpus));
-  std::unordered_map<fabric::Addr, std::unordered_map<std::uint64_t, std::size_t>> position;
+  CoherenceOrder position;
   m.fabric().set_write_observer([&](fabric::Addr a, int size, std::uint64_t v) {
     if (size != 8) return;
     auto& order = position[a];  // one look-up of the word per write

@@ -185,7 +185,7 @@ Task<void> complete_load(Task<std::uint64_t> load, std::shared_ptr<LoadFuture::S
 
 LoadFuture Cpu::issue_load(Addr a, int size, Order o) {
   LoadFuture f;
-  f.s_ = std::make_shared<LoadFuture::State>();
+  f.s_ = std::allocate_shared<LoadFuture::State>(sim::detail::PoolAllocator<LoadFuture::State>{});
   f.sim_ = &sim_;
   sim_.spawn("load", complete_load(load(a, size, o), f.s_, sim_));
   return f;

@@ -38,6 +38,9 @@ struct Fabric::CacheLine {
   sim::Signal mshr;  ///< waiters for the request in flight
   sim::Signal lost;  ///< CPUs spinning on this line
   Tick alu_busy = 0; ///< an L3 agent: when its atomics on this line are done
+  // Made at a miss and dropped at an eviction or invalidation: from the frame pool.
+  static void* operator new(std::size_t n) { return sim::detail::FramePool::allocate(n); }
+  static void operator delete(void* p, std::size_t n) noexcept { sim::detail::FramePool::release(p, n); }
 };
 
 struct Fabric::PrivateCache {
