@@ -125,10 +125,6 @@ void Cpu::load_bound(std::uint64_t seq) {
   changed();
 }
 
-Task<void> Cpu::jitter() {
-  if (jitter_rng_ != nullptr && jitter_max_ > 0) co_await sim_.delay(static_cast<Tick>(jitter_rng_->below(jitter_max_)));
-}
-
 Task<std::uint64_t> Cpu::perform_load(LoadIssue in, bool exclusive) {
   const Addr line = fabric::line_of(in.addr);
   // A slot among the loads in flight: the oldest outstanding_loads go first.
@@ -146,7 +142,7 @@ Task<std::uint64_t> Cpu::perform_load(LoadIssue in, bool exclusive) {
     co_await fab_.acquire(id_, line, false);
     co_await wait_loads(in.seq, line, in.loads_fence);
   }
-  if (jitter_rng_ != nullptr) co_await jitter();
+  if (jitter_on()) co_await sim_.delay(jitter());
   for (auto it = sb_.rbegin(); it != sb_.rend(); ++it) {
     if (it->seq > in.stores_before) continue;  // a later store in program order
     if (it->addr == in.addr && it->size == in.size && !exclusive && !it->atomic) {

@@ -126,7 +126,7 @@ Task<void> Cpu::write_port(int port) {
 Task<void> Cpu::write_entry(std::uint64_t seq) {
   Pending* e = find_store(seq);
   const Addr line = fabric::line_of(e->addr);
-  if (jitter_rng_ != nullptr) co_await jitter();
+  if (jitter_on()) co_await sim_.delay(jitter());
   e = find_store(seq);  // the buffer may change at every wait
   const std::uint64_t mask = fabric::size_mask(e->size);
   if (e->atomic && fab_.params().atomic_place(e->op, /*posted=*/true) != fabric::AtomicPlace::near) {

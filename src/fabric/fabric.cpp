@@ -136,8 +136,30 @@ void Fabric::protocol_error(const char* who, int agent, Addr line, std::string_v
 }
 
 // ------------------------------------------------------------- CPU side ---
-Task<Tick> Fabric::acquire(int cpu, Addr line, bool for_write) {
-  return obtain(core_of(cpu), cpu, line, for_write);
+Fabric::Acquire Fabric::acquire(int cpu, Addr line, bool for_write) {
+  return Acquire(*this, core_of(cpu), cpu, line, for_write);
+}
+
+std::optional<Tick> Fabric::hit(int agent, Addr line, bool for_write) {
+  CacheLine* cl = cache(agent).find(line);
+  if (cl == nullptr || is_transient(cl->state)) return std::nullopt;
+  const CacheEvent ev = for_write ? CacheEvent::Store : CacheEvent::Load;
+  const CacheRow* row = cache_table_->find(cl->state, ev);
+  if (row == nullptr || !(row->actions & ca_hit)) return std::nullopt;  // (obtain reports a missing row)
+  return take_hit(agent, line, *cl, *row, ev);
+}
+
+Tick Fabric::take_hit(int agent, Addr line, CacheLine& cl, const CacheRow& row, CacheEvent ev) {
+  cache_table_->count(cl.state, ev);
+  change_entry(cl, [&] { cl.state = row.next; });
+  if (checking_) check_line(line);
+  ++stats_.hits;
+  if (is_llc_agent(agent)) return 0;  // its look-up was paid on the way in
+  PrivateCache& c = cache(agent);
+  if (c.l1.touch(line)) return p_.l1.latency;
+  c.l2.touch(line);
+  c.l1.insert(line, [](Addr) { return true; });
+  return p_.l2.latency;
 }
 
 Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
@@ -152,17 +174,8 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
     CacheEvent ev = for_write ? CacheEvent::Store : CacheEvent::Load;
     const CacheRow* row = cache_table_->find(st, ev);
     if (row == nullptr) protocol_error("cache of agent", agent, line, name(st), name(ev));
+    if (row->actions & ca_hit) co_return take_hit(agent, line, *cl, *row, ev);
     cache_table_->count(st, ev);
-    if (row->actions & ca_hit) {
-      change_entry(*cl, [&] { cl->state = row->next; });
-      if (checking_) check_line(line);
-      ++stats_.hits;
-      if (is_llc_agent(agent)) co_return 0;  // its look-up was paid on the way in
-      if (c.l1.touch(line)) co_return p_.l1.latency;
-      c.l2.touch(line);
-      c.l1.insert(line, [](Addr) { return true; });
-      co_return p_.l2.latency;
-    }
     DirEvent kind = (row->actions & ca_issue_gets) ? DirEvent::GetS
                     : (row->actions & ca_issue_getm) ? DirEvent::GetM
                                                      : DirEvent::Upgrade;

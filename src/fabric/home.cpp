@@ -11,30 +11,34 @@ using sim::Task;
 using namespace detail;
 
 // ------------------------------------------------------------ requests ---
-Task<void> Fabric::home_acquire(HomeLine& h, Addr line, int requester_ep, bool gets) {
-  if (!h.busy && h.queue.empty() && (h.shared_fills == 0 || h.shared_fill_possible(gets))) {
-    h.busy = true;
-    co_return;
+/// Awaitable: the request's turn at a home (or a die's L3): at once when the
+/// home is free and no request waits (nor a fill in flight it must wait for),
+/// else it queues and grant_next wakes it.
+struct Fabric::HomeTurn {
+  Fabric* f;
+  HomeLine* h;
+  Addr line;
+  int ep;
+  bool gets;
+  bool await_ready() const noexcept {
+    if (h->busy || !h->queue.empty() || (h->shared_fills != 0 && !h->shared_fill_possible(gets))) return false;
+    h->busy = true;
+    return true;
   }
-  struct Awaiter {
-    Fabric* f;
-    HomeLine* h;
-    Addr line;
-    int ep;
-    bool gets;
-    bool await_ready() const noexcept { return false; }
-    void await_suspend(std::coroutine_handle<> handle) {
-      sim::Process* p = f->sim_.current();
-      std::uint64_t id = f->sim_.suspend_current(handle, "its turn at the home directory", line);
-      // (only the "nearest" arbitration reads the distance)
-      const Tick distance = f->p_.arbitration == "nearest"
-                                ? f->icn_.latency(ep, f->icn_.home_endpoint(f->mem_.home_node(line)))
-                                : 0;
-      h->queue.push_back({p, id, f->sim_.now(), f->home_seq_++, distance, gets});
-    }
-    void await_resume() const noexcept {}
-  };
-  co_await Awaiter{this, &h, line, requester_ep, gets};
+  void await_suspend(std::coroutine_handle<> handle) {
+    sim::Process* p = f->sim_.current();
+    std::uint64_t id = f->sim_.suspend_current(handle, "its turn at the home directory", line);
+    // (only the "nearest" arbitration reads the distance)
+    const Tick distance = f->p_.arbitration == "nearest"
+                              ? f->icn_.latency(ep, f->icn_.home_endpoint(f->mem_.home_node(line)))
+                              : 0;
+    h->queue.push_back({p, id, f->sim_.now(), f->home_seq_++, distance, gets});
+  }
+  void await_resume() const noexcept {}
+};
+
+Fabric::HomeTurn Fabric::home_acquire(HomeLine& h, Addr line, int requester_ep, bool gets) {
+  return HomeTurn{this, &h, line, requester_ep, gets};
 }
 
 void Fabric::home_release_event(void* ctx, std::uint64_t line) { static_cast<Fabric*>(ctx)->home_release(line); }

@@ -339,7 +339,9 @@ class Cpu {
   /// Writes a buffered entry once its line is owned (a posted atomic: performs it).
   Task<void> write_entry(std::uint64_t seq);
   Task<void> ownership_prefetcher(int index);
-  Task<void> jitter();
+  /// Whether a jitter delay is drawn (set_jitter), and the next one.
+  bool jitter_on() const { return jitter_rng_ != nullptr && jitter_max_ > 0; }
+  Tick jitter() { return static_cast<Tick>(jitter_rng_->below(jitter_max_)); }
   /// Waits until `until`, when the posted MMIO writes a dmb osh/sy ordered
   /// before the next access have reached their devices.
   Task<void> wait_device_fence(Tick until);

@@ -14,6 +14,7 @@
 #include <functional>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -128,7 +129,8 @@ class Fabric {
   /// Returns the hit latency still to charge (0 after a miss, whose cost is
   /// already spent). The caller then reads or writes at once, before any
   /// further co_await, so the access is atomic with the permission.
-  sim::Task<Tick> acquire(int cpu, Addr line, bool for_write);
+  class Acquire;
+  Acquire acquire(int cpu, Addr line, bool for_write);
   /// Reads `size` bytes at `a` from `cpu`'s cache (the line must be held).
   std::uint64_t read(int cpu, Addr a, int size);
   /// Writes `size` bytes at `a` into `cpu`'s cache (the line must be held in M/E).
@@ -217,6 +219,11 @@ class Fabric {
   /// Makes `line` present at `agent` (writable if asked); returns the hit
   /// latency still to charge (0 after a miss).
   sim::Task<Tick> obtain(int agent, int ep, Addr line, bool for_write);
+  /// obtain's hit: when `agent` holds `line` as asked (no request in flight),
+  /// the access is counted and its latency returned; nothing otherwise.
+  std::optional<Tick> hit(int agent, Addr line, bool for_write);
+  /// A hit on `cl` by `row` (event `ev`): counted, the entry's state moved on; returns its latency.
+  Tick take_hit(int agent, Addr line, CacheLine& cl, const CacheRow& row, CacheEvent ev);
   sim::Task<void> request(int agent, int ep, Addr line, DirEvent kind);
   /// A per-die LLC: the request reaches its die's L3; returns the home line,
   /// held, when the die can serve it, else nullptr (on to the home).
@@ -234,7 +241,8 @@ class Fabric {
   /// Hop class between two endpoints (CPUs, homes, L3s), for statistics.
   topo::HopClass hop_class_of(int ep_a, int ep_b) const;
   sim::Task<void> put(int core, Addr line);
-  sim::Task<void> home_acquire(HomeLine& h, Addr line, int requester_ep, bool gets);
+  struct HomeTurn;
+  HomeTurn home_acquire(HomeLine& h, Addr line, int requester_ep, bool gets);
   /// Carries a request from endpoint `ep` to `line`'s home and waits for its
   /// turn there; the home line is then busy for the caller. With `count_wait`
   /// the queueing time goes into the line's contention statistics. `gets`: a
@@ -314,6 +322,33 @@ class Fabric {
   std::function<void(Addr, int, std::uint64_t)> write_observer_;
   std::uint64_t violations_ = 0;
   std::uint64_t home_seq_ = 0;
+};
+
+/// What Fabric::acquire returns, awaited at once by the caller: a hit
+/// completes in await_ready, without a coroutine frame (nothing is awaited on
+/// that path, so nothing else can run in between); anything else runs
+/// obtain(), which waits for a request in flight or makes its own.
+class Fabric::Acquire {
+ public:
+  Acquire(Fabric& f, int agent, int ep, Addr line, bool for_write)
+      : f_(f), agent_(agent), ep_(ep), line_(line), for_write_(for_write) {}
+  bool await_ready() {
+    hit_ = f_.hit(agent_, line_, for_write_);
+    return hit_.has_value();
+  }
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> caller) {
+    miss_ = f_.obtain(agent_, ep_, line_, for_write_);
+    return miss_.await_suspend(caller);
+  }
+  Tick await_resume() { return hit_ ? *hit_ : miss_.await_resume(); }
+
+ private:
+  Fabric& f_;
+  int agent_, ep_;
+  Addr line_;
+  bool for_write_;
+  std::optional<Tick> hit_;
+  sim::Task<Tick> miss_;
 };
 
 }  // namespace cohsim::fabric
