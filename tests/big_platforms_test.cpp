@@ -137,7 +137,7 @@ TEST_CASE("uv-rtc: CPUs on two chassis read their own hubs at once, neither wait
   const int chassis0 = 0, chassis5 = 5 * 4 * 28 + 3;
   const Tick alone0 = b.read_at_once({chassis0}, 0).at(0);
   const Tick alone5 = b.read_at_once({chassis5}, 10 * sim::kUs).at(0);
-  CHECK(alone0 >= b.rtc.params().read_latency);
+  CHECK(alone0 >= b.rtc.params().register_read);
   const auto together = b.read_at_once({chassis0, chassis5}, 20 * sim::kUs);
   CHECK(together[0] == alone0);
   CHECK(together[1] == alone5);
@@ -165,6 +165,28 @@ TEST_CASE("uv-rtc: all 56 CPUs of a socket read at once, each in about one read'
   CHECK(*std::max_element(hpet_took.begin(), hpet_took.end()) > 3 * *std::min_element(hpet_took.begin(), hpet_took.end()));
 }
 
+TEST_CASE("uv-rtc: a read crosses its socket's own link to its chassis' node controller and back, booked there",
+          "[hpet][big]") {
+  RtcBench b;
+  auto messages = [&](const std::string& name) {
+    for (const auto& l : b.m.interconnect().links())
+      if (l.name == name) return l.messages;
+    return std::uint64_t{0};
+  };
+  // CPUs of socket 6 (chassis 1, node controller 1): three reads at once.
+  const auto took = b.read_at_once({6 * 28, 6 * 28 + 1, 6 * 28 + 2}, 0);
+  CHECK(messages("qpi6>nc1") == 3);
+  CHECK(messages("nc1>qpi6") == 3);
+  CHECK(messages("qpi6>nc0") == 0);
+  // Unloaded: the register access, a socket crossing each way and the mesh to the off-chip stop and back.
+  auto& icn = b.m.interconnect();
+  const Tick upi = icn.latency(0, icn.cpu_endpoint(28)) - icn.latency(0, icn.llc_endpoint(0)) -
+                   icn.latency(icn.llc_endpoint(1), icn.cpu_endpoint(28));  // one socket crossing
+  const Tick mesh = icn.latency(icn.cpu_endpoint(6 * 28), icn.llc_endpoint(6)) +
+                    icn.latency(icn.llc_endpoint(6), icn.cpu_endpoint(6 * 28));
+  CHECK(took[0] == b.rtc.params().register_read + 2 * upi + mesh);
+}
+
 TEST_CASE("uv-rtc: a CPU reads a time that advances with simulated time at the RTC's rate", "[hpet][big]") {
   RtcBench b;
   std::vector<std::uint64_t> values;
@@ -183,7 +205,7 @@ TEST_CASE("uv-rtc: a CPU reads a time that advances with simulated time at the R
     CHECK(values[i] > values[i - 1]);
     // Latched at the hub during the read: no later than the read's return.
     CHECK(values[i] <= b.rtc.counter_at(latched_by[i]));
-    CHECK(values[i] >= b.rtc.counter_at(latched_by[i] - b.rtc.params().read_latency - 100 * sim::kNs));
+    CHECK(values[i] >= b.rtc.counter_at(latched_by[i] - b.rtc.params().register_read - 100 * sim::kNs));
   }
   // 3 us + one read apart: at 100 MHz a few hundred counts.
   const double hz = b.rtc.params().counter_hz;
@@ -212,12 +234,12 @@ TEST_CASE("the uv-rtc clocksource: ktime_get follows simulated time, and clock_g
   b.m.sim().spawn("caller", caller());
   b.m.sim().run();
   CHECK(first == Approx(5000).margin(600));
-  CHECK(second - first == Approx(5000 + 100 + sim::to_ns(b.rtc.params().read_latency)).margin(300));
+  CHECK(second - first == Approx(5000 + 100 + sim::to_ns(b.rtc.params().register_read)).margin(300));
   const auto& a = tk.accounting(900);
   CHECK(a.read_fn_calls == 2);  // both went through uv_read_rtc: the vDSO has no read of its own
   CHECK(a.ktime_calls == 2);
   CHECK(a.vdso_calls == 1);
-  CHECK(vdso_took >= costs.syscall_overhead + b.rtc.params().read_latency);
+  CHECK(vdso_took >= costs.syscall_overhead + b.rtc.params().register_read);
   CHECK(b.rtc.stats().reads == 2);
   CHECK(hpet.stats().reads == 0);
 }

@@ -7,9 +7,10 @@ namespace cohsim::devices {
 using config::Spec;
 
 UvRtcParams::UvRtcParams(config::Reader r) {
-  read_latency = r.time("read_latency", Spec{.doc = "round trip from the CPU die's off-chip stop to its hub's RTC "
-                                                    "register and back (UPI both ways, the hub's register read)",
-                                             .min = 1, .max = 1e8});
+  register_read = r.time("register_read", Spec{.doc = "the hub's RTC register access: from the read's arrival at "
+                                                      "the hub to its answer leaving (the UPI legs are the "
+                                                      "interconnect's)",
+                                               .min = 1, .max = 1e8});
   counter_hz = r.frequency("counter_frequency", Spec{.doc = "hub RTC counting rate", .min = 1e5, .max = 1e10});
 }
 
@@ -27,19 +28,14 @@ std::uint64_t UvRtc::reads_at_hub_of(int cpu) const {
 
 Task<std::uint64_t> UvRtc::read(int cpu) {
   const int from = icn_.cpu_endpoint(cpu);
-  const auto& where = icn_.endpoint(from);
-  // The socket's link to its hub leaves from the gateway die's off-chip stop
-  // (stop 0, where the model puts every off-die port: the L3 endpoint's stop).
-  const auto& topo = icn_.topology();
-  const int offchip = icn_.llc_endpoint(where.socket * topo.dies_per_socket() + topo.gateway_die());
   stats_.max_in_flight = std::max(stats_.max_in_flight, ++in_flight_);
-  const Tick at_stop = icn_.send(from, offchip, sim_.now());
-  co_await sim_.delay(at_stop + p_.read_latency / 2 - sim_.now());
+  const Tick at_hub = icn_.send_node_controller(from, /*to_hub=*/true, sim_.now());
+  co_await sim_.delay(at_hub + p_.register_read / 2 - sim_.now());
   ++stats_.reads;
-  ++reads_per_hub_[static_cast<std::size_t>(where.socket)];
+  ++reads_per_hub_[static_cast<std::size_t>(icn_.endpoint(from).socket)];
   const std::uint64_t value = counter_at(sim_.now());
-  co_await sim_.delay(p_.read_latency - p_.read_latency / 2);
-  const Tick back = icn_.send(offchip, from, sim_.now());
+  co_await sim_.delay(p_.register_read - p_.register_read / 2);
+  const Tick back = icn_.send_node_controller(from, /*to_hub=*/false, sim_.now());
   co_await sim_.delay(back - sim_.now());
   --in_flight_;
   co_return value;

@@ -308,4 +308,19 @@ Tick Interconnect::send(int a, int b, Tick at) {
   return t;
 }
 
+Tick Interconnect::send_node_controller(int ep, bool to_hub, Tick at) {
+  const Endpoint& e = endpoint(ep);
+  const int offchip = llc_endpoint(e.socket * topo_.dies_per_socket() + topo_.gateway_die());
+  const int group = e.socket / topo_.sockets_per_group();
+  const int link = link_id(HopClass::socket, to_hub ? LinkKey{LinkKind::socket_to_nc, e.socket, group}
+                                                    : LinkKey{LinkKind::nc_to_socket, group, e.socket});
+  const Tick crossing = cost(HopClass::socket).latency;
+  // (links_ is indexed after send(): a path built there may add links)
+  if (to_hub) {
+    const Tick at_offchip = send(ep, offchip, at);
+    return reserve(links_[static_cast<std::size_t>(link)], at_offchip) + crossing;
+  }
+  return send(offchip, ep, reserve(links_[static_cast<std::size_t>(link)], at) + crossing);
+}
+
 }  // namespace cohsim::fabric

@@ -4,9 +4,10 @@
 // ASIC) holds a copy of the RTC, replicated across all cachelines of its
 // register page, and each CPU reads the line of its own index in its own
 // socket's hub. A read is an uncached load that crosses the CPU's die network
-// to its socket's off-chip stop (the gateway die's stop 0), goes over UPI to the hub and back
-// (`read_latency`, the round trip beyond the die), and latches the counter
-// when it reaches the hub. Nothing serializes reads: no hub-wide or machine-
+// to its socket's off-chip stop (the gateway die's stop 0), goes over the
+// socket's UPI link to its hub (booked there like a remote access's message),
+// is answered after the hub's register access (`register_read`, which
+// latches the counter midway) and comes back the same way. Nothing serializes reads: no hub-wide or machine-
 // wide service slot (the replicated lines exist so that a socket's CPUs read
 // at once), and the hubs' copies count in step.
 #pragma once
@@ -25,7 +26,7 @@ using sim::Tick;
 
 /// The platform's "uv_rtc" section.
 struct UvRtcParams {
-  Tick read_latency = 0;      ///< round trip from the die's off-chip stop to the hub's RTC register and back
+  Tick register_read = 0;     ///< the hub's RTC register access, between the UPI legs
   double counter_hz = 1e8;    ///< RTC counting rate
   /// Reads platform.uv_rtc; throws ConfigError.
   explicit UvRtcParams(config::Reader r);

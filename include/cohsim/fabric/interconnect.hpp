@@ -97,6 +97,13 @@ class Interconnect {
   /// arrival time at `b` (`at` itself when a non-CPU agent sends to itself), after booking on each link on the way the earliest
   /// free slot of the class occupancy at or after the time it gets there.
   Tick send(int a, int b, Tick at);
+  /// A message between endpoint `ep` and the node controller of its socket's
+  /// group (a UV-class hub, whose registers a CPU reads): across the die
+  /// network to the socket's off-chip stop (its gateway die's), then the
+  /// socket's own link to the node controller, the one its remote accesses
+  /// take (class socket); `to_hub` false: the way back. Books like send();
+  /// returns the arrival time.
+  Tick send_node_controller(int ep, bool to_hub, Tick at);
   /// Unloaded latency between two endpoints (on a machine too large for the
   /// direct path index, from the pieces send() keeps, keeping no path).
   Tick latency(int a, int b) { return composed(a, b) ? composed_latency(a, b) : path(a, b).latency; }
