@@ -194,6 +194,31 @@ TEST_CASE("sensitivity varies workload estimates and when screening runs the fiv
     if (e["variant"] == "wmb") CHECK((e["run"] == "full") == (e["baseline_value"].get<double>() == full_nominal));
 }
 
+TEST_CASE("a value with no effect in the first variant is still varied when another variant uses it",
+          "[sensitivity][cli]") {
+  TempDir dir;
+  dir.write("p.json", platform_json("kunpeng920").dump());
+  json scen = {{"platform", "p.json"},
+               {"workload", "c2c"},
+               {"params", {{"rounds", 5}, {"warmup", 0}}},
+               {"variants", {{"exact", json::object()}, {"coarse", {{"platform.coherence.directory.presence", "socket"}}}}}};
+  const std::string s = dir.write("s.json", scen.dump());
+  const std::string path = "platform.coherence.directory.unit_lookup";
+  for (const std::string variants : {"exact", "exact,coarse"}) {
+    const std::string out = dir.file("out-" + variants + ".json");
+    auto r = run_cli("sensitivity " + quoted(s) + " --variants " + variants + " --json " + quoted(out) + " -q");
+    REQUIRE(r.exit_code == 0);
+    const json doc = config::load_json_file(out);
+    bool varied = false;
+    for (const auto& in : doc["inputs"]) varied = varied || in["param"] == path;
+    bool skipped = false;
+    for (const auto& n : doc["not_varied"]) skipped = skipped || n["param"] == path;
+    INFO("variants " << variants);
+    CHECK(varied == (variants != "exact"));
+    CHECK(skipped == (variants == "exact"));
+  }
+}
+
 TEST_CASE("an input whose run fails is reported as failed and the study goes on with the others and exits 1",
           "[sensitivity][cli]") {
   TempDir dir;

@@ -72,10 +72,27 @@ std::optional<json> reusable_range(const json& earlier, const json& wanted) {
   return std::nullopt;
 }
 
+/// The values that have no effect in any of the study's variants (a variant may set what makes one count,
+/// e.g. a coarse directory), with the first variant's reason.
+std::map<std::string, std::string> unused_in_every_variant(const SensitivityOptions& o) {
+  std::map<std::string, std::string> unused;
+  for (std::size_t vi = 0; vi < o.variants.size(); ++vi) {
+    const auto loaded = scenario::load_scenario(o.scenario, o.variants[vi], o.overrides);
+    scenario::Run probe(loaded, 1);  // (keeps a reference to `loaded`)
+    std::map<std::string, std::string> here;
+    for (const auto& p : probe.registry().provenance())
+      if (!p.unused_because.empty() && (vi == 0 || unused.count(p.path) != 0)) here.emplace(p.path, p.unused_because);
+    if (vi == 0) unused = std::move(here);
+    else std::erase_if(unused, [&](const auto& u) { return here.count(u.first) == 0; });
+  }
+  return unused;
+}
+
 /// The study's uncertain inputs; fills `ranges` with every calibrated parameter's search result and
-/// `not_varied` with the uncertain values that have no effect in this configuration.
+/// `not_varied` with the uncertain values that have no effect in any variant.
 std::vector<Input> uncertain_inputs(const SensitivityOptions& o, scenario::Run& probe, const std::string& platform_file,
                                     json& ranges, json& not_varied) {
+  const auto unused = unused_in_every_variant(o);
   std::vector<scenario::Override> platform_ov;
   for (const auto& ov : o.overrides)
     if (ov.key.rfind("platform.", 0) == 0) platform_ov.push_back(ov);
@@ -85,11 +102,13 @@ std::vector<Input> uncertain_inputs(const SensitivityOptions& o, scenario::Run& 
   const RangeSearchOptions search{o.calibration_file, platform_ov};
   std::vector<Input> inputs;
   const auto& prov = probe.registry().provenance();
-  const auto calibrated = std::count_if(prov.begin(), prov.end(), [](const auto& p) { return !p.estimate && !p.calibration_rows().empty(); });
+  const auto calibrated = std::count_if(prov.begin(), prov.end(), [&](const auto& p) {
+    return !p.estimate && !p.calibration_rows().empty() && unused.count(p.path) == 0;
+  });
   int done = 0;
   for (const auto& p : prov) {
-    if (!p.unused_because.empty()) {
-      if (p.estimate || !p.calibration_rows().empty()) not_varied.push_back({{"param", p.path}, {"why", p.unused_because}});
+    if (const auto u = unused.find(p.path); u != unused.end()) {
+      if (p.estimate || !p.calibration_rows().empty()) not_varied.push_back({{"param", p.path}, {"why", u->second}});
       continue;
     }
     if (p.estimate && !p.range_low.is_null()) {

@@ -328,7 +328,7 @@ class Fabric {
 /// completes in await_ready, without a coroutine frame (nothing is awaited on
 /// that path, so nothing else can run in between); anything else runs
 /// obtain(), which waits for a request in flight or makes its own.
-class Fabric::Acquire {
+class [[nodiscard]] Fabric::Acquire {
  public:
   Acquire(Fabric& f, int agent, int ep, Addr line, bool for_write)
       : f_(f), agent_(agent), ep_(ep), line_(line), for_write_(for_write) {}
