@@ -187,6 +187,24 @@ TEST_CASE("uv-rtc: a read crosses its socket's own link to its chassis' node con
   CHECK(took[0] == b.rtc.params().register_read + 2 * upi + mesh);
 }
 
+TEST_CASE("the Superdome Flex's chassis are UPI rings: a socket's neighbours are one crossing away, the opposite "
+          "socket two, and other chassis through the node controllers",
+          "[config][big]") {
+  RtcBench b;
+  auto& icn = b.m.interconnect();
+  auto names = [&](int from_socket, int to_socket) {
+    std::vector<std::string> out;
+    for (const auto& step : icn.path(icn.llc_endpoint(from_socket), icn.llc_endpoint(to_socket)).steps)
+      if (step.link >= 0) out.push_back(icn.links()[static_cast<std::size_t>(step.link)].name);
+    return out;
+  };
+  using S = std::vector<std::string>;
+  CHECK(names(5, 6) == S{"qpi5>6"});
+  CHECK(names(7, 4) == S{"qpi7>4"});  // around the ring of chassis 1 (sockets 4-7)
+  CHECK(names(5, 7) == S{"qpi5>6", "qpi6>7"});
+  CHECK(names(5, 9) == S{"qpi5>nc1", "nc1>2", "nc2>qpi9"});
+}
+
 TEST_CASE("uv-rtc: a CPU reads a time that advances with simulated time at the RTC's rate", "[hpet][big]") {
   RtcBench b;
   std::vector<std::uint64_t> values;

@@ -107,6 +107,29 @@ TEST_CASE("a die ring is a set of segments: a message crosses those between its 
   CHECK(links_of(icn, 48, 0) == S{"qpi1>0"});
 }
 
+TEST_CASE("sockets joined in a ring: a message goes the shorter way round (ascending on a tie) through the sockets "
+          "between (all-to-all: one link per pair)",
+          "[interconnect]") {
+  json doc = platform_json("haswell-ex");
+  doc["interconnect"]["socket"]["links"] = "ring";
+  Rig r(doc);
+  auto& icn = *r.icn;
+  REQUIRE(icn.topology().sockets() == 4);
+  REQUIRE(icn.topology().dies_per_socket() == 1);
+  auto l3 = [&](int socket) { return icn.llc_endpoint(socket); };  // at the off-chip stop: only socket links
+  using S = std::vector<std::string>;
+  CHECK(links_of(icn, l3(0), l3(1)) == S{"qpi0>1"});
+  CHECK(links_of(icn, l3(0), l3(3)) == S{"qpi0>3"});
+  CHECK(links_of(icn, l3(0), l3(2)) == S{"qpi0>1", "qpi1>2"});
+  CHECK(links_of(icn, l3(1), l3(3)) == S{"qpi1>2", "qpi2>3"});
+  CHECK(links_of(icn, l3(3), l3(1)) == S{"qpi3>0", "qpi0>1"});
+  CHECK(links_of(icn, l3(2), l3(0)) == S{"qpi2>3", "qpi3>0"});
+  CHECK(icn.latency(l3(0), l3(2)) == icn.latency(l3(0), l3(1)) + lat(icn, HopClass::socket));
+  CHECK(icn.send(l3(1), l3(3), 0) == icn.latency(l3(1), l3(3)));
+  Rig direct(platform_json("haswell-ex"));
+  CHECK(links_of(*direct.icn, direct.icn->llc_endpoint(0), direct.icn->llc_endpoint(2)) == S{"qpi0>2"});
+}
+
 TEST_CASE("an x86 mesh die routes X then Y over its segments", "[interconnect]") {
   Rig r(platform_json("skylake-sp-2s"));
   auto& icn = *r.icn;

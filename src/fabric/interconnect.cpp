@@ -39,6 +39,12 @@ Interconnect::Interconnect(config::Reader r, const topo::Topology& topo, const s
                                  "crosses); later messages take the next free slot",
                           .max = 1e7});
     if (c == HopClass::die) read_die_network(h);
+    if (c == HopClass::socket)
+      socket_ring_ = h.choice("links", Spec{.doc = "how the sockets of a group (all sockets without node "
+                                                   "controllers) are joined: every pair by a link of its own, or a "
+                                                   "ring in socket order, a message going the shorter way (the "
+                                                   "ascending way on a tie) through the sockets between",
+                                            .def = "all-to-all", .choices = {"all-to-all", "ring"}}) == "ring";
     if (c == HopClass::cross_die || c == HopClass::socket || c == HopClass::node_controller)
       ports_[static_cast<std::size_t>(i)] = static_cast<int>(h.integer(
           "ports", Spec{.doc = "parallel ports of each link of this class, per direction (a message takes whichever "
@@ -187,7 +193,7 @@ void Interconnect::route_dies(Path& p, const Endpoint& a, const Endpoint& b) {
   const int spg = topo_.sockets_per_group();
   const int ga = a.socket / spg, gb = b.socket / spg;
   if (ga == gb) {
-    add_hop(p, HopClass::socket, {LinkKind::socket, a.socket, b.socket});
+    route_sockets(p, a.socket, b.socket);
   } else {
     add_hop(p, HopClass::socket, {LinkKind::socket_to_nc, a.socket, ga});
     add_hop(p, HopClass::node_controller, {LinkKind::nc, ga, gb});
@@ -195,6 +201,22 @@ void Interconnect::route_dies(Path& p, const Endpoint& a, const Endpoint& b) {
   }
   if (db != gw) cross_die_network(p, b.socket * dps + gw, 0, 0);
   cross(b.socket, gw, db);
+}
+
+void Interconnect::route_sockets(Path& p, int a, int b) {
+  if (!socket_ring_) {
+    add_hop(p, HopClass::socket, {LinkKind::socket, a, b});
+    return;
+  }
+  const int n = topo_.sockets_per_group();
+  const int base = a - a % n;
+  const int up = (b - a + n) % n;  // hops the ascending way
+  const bool ascending = up <= n - up;
+  for (int s = a; s != b;) {
+    const int next = base + (s - base + (ascending ? 1 : n - 1)) % n;
+    add_hop(p, HopClass::socket, {LinkKind::socket, s, next});
+    s = next;
+  }
 }
 
 void Interconnect::reindex_paths() {

@@ -136,6 +136,8 @@ class Interconnect {
   /// step per segment, sharing the die latency between them.
   void cross_die_network(Path& p, int die, int from, int to);
   void route_dies(Path& p, const Endpoint& a, const Endpoint& b);
+  /// Between two sockets of one group: their own link, or around the ring.
+  void route_sockets(Path& p, int a, int b);
   void read_die_network(config::Reader& die);
   /// Steps kept once computed (a leg per endpoint, a route per die pair).
   struct KeptSteps {
@@ -161,6 +163,7 @@ class Interconnect {
   std::array<HopCost, topo::kHopClasses> costs_{};
   std::array<int, topo::kHopClasses> ports_{};
   DieNetwork die_net_;
+  bool socket_ring_ = false;  ///< a group's sockets joined in a ring (else every pair directly)
   std::vector<Endpoint> endpoints_;
   std::vector<Link> links_;
   std::unordered_map<std::uint64_t, int> link_ids_;  ///< packed LinkKey -> link id
