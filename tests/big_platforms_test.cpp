@@ -269,6 +269,15 @@ TEST_CASE("the uv-rtc clocksource on a platform without a hub RTC is a configura
   CHECK_THROWS_AS(models::kernel::parse_clocksource("uv_rtc"), std::invalid_argument);
 }
 
+TEST_CASE("a hub RTC on a platform without node controllers is a configuration error naming the section",
+          "[hpet][big][config]") {
+  config::json doc = cohsim::test::platform_json("haswell-ex");  // 4 sockets joined directly
+  doc["uv_rtc"] = config::load_json_file(platform_path("superdome-flex-32s"))["uv_rtc"];
+  config::Registry registry;
+  CHECK_THROWS_WITH(scenario::Machine(scenario::PlatformDoc{doc, "haswell-ex-rtc.json"}, 1, registry),
+                    Catch::Contains("platform.uv_rtc") && Catch::Contains("needs node controllers"));
+}
+
 TEST_CASE("cohsim topo shows the 1,792-CPU machine one line per chassis, and every socket only when asked", "[cli][big]") {
   const auto summary = cohsim::test::run_cli(cohsim::test::quoted(platform_path("superdome-flex-32s")).insert(0, "topo "));
   REQUIRE(summary.exit_code == 0);

@@ -27,9 +27,14 @@ Machine::Machine(const PlatformDoc& platform, std::uint64_t seed, config::Regist
   // every run, before the CPU's: a file with tsc_read still in it learns the new key.
   if (root_.has("hpet") || root_.schema_mode())
     hpet_params_.emplace(root_.section("hpet", "HPET device: the x86 clocksource hardware", /*optional=*/true));
-  if (root_.has("uv_rtc") || root_.schema_mode())
+  if (root_.has("uv_rtc") || root_.schema_mode()) {
+    // Its reads go to the node controller of the reading CPU's socket group.
+    if (!topo_->has_node_controllers() && !root_.schema_mode())
+      root_.fail("uv_rtc", "a hub RTC needs node controllers (topology.sockets_per_group below the socket count): "
+                           "each CPU reads the hub of its socket's group");
     uv_rtc_params_.emplace(root_.section(
         "uv_rtc", "hub-local RTC of UV-class node controllers (the uv-rtc clocksource)", /*optional=*/true));
+  }
   cpu_params_ = cpu::CpuParams(root_.section("cpu", "core clock, store buffer, barriers, atomics, interrupts"));
   cores_ = std::vector<cpu::Core>(static_cast<std::size_t>(topo_->core_count()));
   for (int c = 0; c < topo_->cpu_count(); ++c)
