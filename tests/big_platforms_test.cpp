@@ -286,6 +286,11 @@ TEST_CASE("cohsim topo shows the 1,792-CPU machine one line per chassis, and eve
   CHECK_THAT(summary.output, Catch::Contains("8 node-controller groups of 4 sockets") &&
                                  Catch::Contains("group  7: sockets 28-31, nodes 28-31, CPUs 784-895") &&
                                  Catch::Contains("node_controller") && !Catch::Contains("socket 31\n"));
+  // CPU 0's chassis in full: a ring, so its opposite socket is two crossings away; one node per other chassis
+  CHECK_THAT(summary.output, Catch::Contains("home on die 1, CPU 0 -> home 43.0 ns") &&
+                                 Catch::Contains("home on die 2, CPU 0 -> home 70.0 ns") &&
+                                 Catch::Contains("home on die 4, CPU 0 -> home 220.0 ns") &&
+                                 !Catch::Contains("home on die 5,"));
   const auto every = cohsim::test::run_cli("topo --every-socket " + cohsim::test::quoted(platform_path("superdome-flex-32s")));
   REQUIRE(every.exit_code == 0);
   CHECK_THAT(every.output, Catch::Contains("socket 31\n") && Catch::Contains("node 31: CPUs"));

@@ -133,14 +133,16 @@ int cmd_topo(const std::vector<std::string>& args) {
   std::cout << "\nNUMA nodes\n";
   for (const auto& n : nodes) {
     const int node = n["node"].get<int>();
-    // Per group: its first node, and the rest of the group folded into one line.
-    if (per_group && t.cpu(t.cpus_of_node(node).front()).socket % t.sockets_per_group() != 0) continue;
+    // Per group: its first node (CPU 0's own group: every node, whose distances differ in a ring).
+    const int socket = t.cpu(t.cpus_of_node(node).front()).socket;
+    if (per_group && socket % t.sockets_per_group() != 0 && socket / t.sockets_per_group() != t.cpu(0).socket / t.sockets_per_group())
+      continue;
     std::cout << fmt::format("  node {}: CPUs {}, home on die {}, CPU 0 -> home {:.1f} ns\n", node,
                              n["cpus"].get<std::string>(), n["home_die"].get<int>(), n["cpu0_to_home_ns"].get<double>());
   }
   if (per_group)
-    std::cout << fmt::format("  (one node per group shown; the others of a group are as far from CPU 0 as its "
-                             "other sockets; --every-socket lists {} nodes)\n",
+    std::cout << fmt::format("  (CPU 0's group in full, one node per other group: the others of a group are as far "
+                             "from CPU 0; --every-socket lists {} nodes)\n",
                              t.node_count());
   if (from >= 0) {
     const auto& p = icn.path(from, to);
