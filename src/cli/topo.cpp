@@ -63,8 +63,7 @@ int cmd_topo(const std::vector<std::string>& args) {
                      {"home_die", t.die_of_node(n)}, {"cpu0_to_home_ns", lat[0]}});
   }
   json params = json::array();
-  for (const auto& p : reg.provenance())
-  {
+  for (const auto& p : reg.provenance()) {
     params.push_back({{"path", p.path}, {"value", p.value}, {"source", p.source}, {"estimate", p.estimate}});
     if (!p.unused_because.empty()) params.back()["unused_because"] = p.unused_because;
   }

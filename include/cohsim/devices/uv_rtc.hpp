@@ -7,9 +7,10 @@
 // to its socket's off-chip stop (the gateway die's stop 0), goes over the
 // socket's UPI link to its hub (booked there like a remote access's message),
 // is answered after the hub's register access (`register_read`, which
-// latches the counter midway) and comes back the same way. Nothing serializes reads: no hub-wide or machine-
-// wide service slot (the replicated lines exist so that a socket's CPUs read
-// at once), and the hubs' copies count in step.
+// latches the counter midway) and comes back the same way. Nothing
+// serializes reads: no hub-wide or machine-wide service slot (the replicated
+// lines exist so that a socket's CPUs read at once), and the hubs' copies
+// count in step. A platform with a hub RTC has node controllers.
 #pragma once
 
 #include <cstdint>
