@@ -128,6 +128,14 @@ TEST_CASE("sockets joined in a ring: a message goes the shorter way round (ascen
   CHECK(icn.send(l3(1), l3(3), 0) == icn.latency(l3(1), l3(3)));
   Rig direct(platform_json("haswell-ex"));
   CHECK(links_of(*direct.icn, direct.icn->llc_endpoint(0), direct.icn->llc_endpoint(2)) == S{"qpi0>2"});
+  // A what-if from the command line on every shipped platform (each names its links, so --set finds the key).
+  for (const char* scen : {"c2c-haswell-ex", "c2c-ivybridge-ex", "c2c-kunpeng920", "ipi-x86-skylake"}) {
+    const auto out = run_cli("params " + quoted(source_path(std::string("configs/scenarios/") + scen + ".json")) +
+                             " --set platform.interconnect.socket.links=ring");
+    INFO(scen << ": " << out.output);
+    CHECK(out.exit_code == 0);
+    CHECK_THAT(out.output, Catch::Contains("platform.interconnect.socket.links = ring"));
+  }
 }
 
 TEST_CASE("an x86 mesh die routes X then Y over its segments", "[interconnect]") {

@@ -30,8 +30,9 @@ Machine::Machine(const PlatformDoc& platform, std::uint64_t seed, config::Regist
   if (root_.has("uv_rtc") || root_.schema_mode()) {
     // Its reads go to the node controller of the reading CPU's socket group.
     if (!topo_->has_node_controllers() && !root_.schema_mode())
-      root_.fail("uv_rtc", "a hub RTC needs node controllers (topology.sockets_per_group below the socket count): "
-                           "each CPU reads the hub of its socket's group");
+      throw config::ConfigError(platform_.file, "platform.uv_rtc",
+                                "a hub RTC needs node controllers (topology.sockets_per_group below the socket "
+                                "count): each CPU reads the hub of its socket's group");
     uv_rtc_params_.emplace(root_.section(
         "uv_rtc", "hub-local RTC of UV-class node controllers (the uv-rtc clocksource)", /*optional=*/true));
   }
