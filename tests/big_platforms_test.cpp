@@ -293,7 +293,7 @@ TEST_CASE("cohsim topo shows the 1,792-CPU machine one line per chassis, and eve
                                  !Catch::Contains("home on die 5,"));
   const auto every = cohsim::test::run_cli("topo --every-socket " + cohsim::test::quoted(platform_path("superdome-flex-32s")));
   REQUIRE(every.exit_code == 0);
-  CHECK_THAT(every.output, Catch::Contains("socket 31\n") && Catch::Contains("node 31: CPUs"));
+  CHECK_THAT(every.output, Catch::Contains("socket 31 (node-controller group 7)\n") && Catch::Contains("node 31: CPUs"));
 }
 
 TEST_CASE("on a machine too large for the direct path index, latency() between dies is its path's and keeps no path",

@@ -106,7 +106,10 @@ int cmd_topo(const std::vector<std::string>& args) {
     }
   } else {
     for (int s = 0; s < t.sockets(); ++s) {
-      std::cout << fmt::format("socket {}\n", s);
+      std::cout << fmt::format("socket {}{}\n", s,
+                               t.has_node_controllers()
+                                   ? fmt::format(" (node-controller group {})", s / t.sockets_per_group())
+                                   : std::string());
       for (int dd = 0; dd < t.dies_per_socket(); ++dd) {
         int die = s * t.dies_per_socket() + dd;
         std::set<int> cl;
@@ -117,7 +120,8 @@ int cmd_topo(const std::vector<std::string>& args) {
             if (lo < 0 || c < lo) lo = c;
             hi = std::max(hi, c);
           }
-        std::cout << fmt::format("  die {} (node {}): {} clusters, CPUs {}-{}{}\n", die, t.cpu(lo).node, cl.size(), lo, hi,
+        std::cout << fmt::format("  die {} (node {}): {} cluster{}, CPUs {}-{}{}\n", die, t.cpu(lo).node, cl.size(),
+                                 cl.size() == 1 ? "" : "s", lo, hi,
                                  t.threads_per_core() > 1 ? fmt::format(" (first threads; siblings: {})", fmt::join(t.smt_siblings(lo), ",")) : "");
       }
     }
