@@ -437,16 +437,16 @@ class Simulator {
            !reap_due_ && at < inline_end_ && events_executed() + 1 < check_at_ &&
            at - last_progress_ <= max_time_without_progress_;
   }
-  /// Ends the current process's delay at `at` as its timeout event would:
-  /// the wait id moves on by the wait and the resumption, and the event is
-  /// counted, as the first of a new tick when time moves. The queue's base
-  /// then stays behind now_: events scheduled for `at` go to future_, in
-  /// order, and the loop takes them as the rest of that tick.
   /// The events from the next one on are a new tick's (for the livelock count).
   void start_tick() {
     tick_start_ = events_executed();
     check_at_ = std::min(tick_start_ + per_tick_, hook_at_);
   }
+  /// Ends the current process's delay at `at` as its timeout event would:
+  /// the wait id moves on by the wait and the resumption, and the event is
+  /// counted, as the first of a new tick when time moves. The queue's base
+  /// then stays behind now_: events scheduled for `at` go to future_, in
+  /// order, and the loop takes them as the rest of that tick.
   void take_delay_inline(Process* p, Tick at) {
     p->wait_id_ += 2;
     p->timed_out_ = true;
