@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 #include <numeric>
+#include <set>
 
 namespace cohsim::cli {
 
@@ -73,17 +74,18 @@ std::optional<json> reusable_range(const json& earlier, const json& wanted) {
 }
 
 /// The values that have no effect in any of the study's variants (a variant may set what makes one count,
-/// e.g. a coarse directory), with the first variant's reason.
-std::map<std::string, std::string> unused_in_every_variant(const SensitivityOptions& o) {
+/// e.g. a coarse directory), with the first variant's reason. `probe` is the first variant's run.
+std::map<std::string, std::string> unused_in_every_variant(const SensitivityOptions& o, scenario::Run& probe) {
   std::map<std::string, std::string> unused;
-  for (std::size_t vi = 0; vi < o.variants.size(); ++vi) {
+  for (const auto& p : probe.registry().provenance())
+    if (!p.unused_because.empty()) unused.emplace(p.path, p.unused_because);
+  for (std::size_t vi = 1; vi < o.variants.size() && !unused.empty(); ++vi) {
     const auto loaded = scenario::load_scenario(o.scenario, o.variants[vi], o.overrides);
-    scenario::Run probe(loaded, 1);  // (keeps a reference to `loaded`)
-    std::map<std::string, std::string> here;
-    for (const auto& p : probe.registry().provenance())
-      if (!p.unused_because.empty() && (vi == 0 || unused.count(p.path) != 0)) here.emplace(p.path, p.unused_because);
-    if (vi == 0) unused = std::move(here);
-    else std::erase_if(unused, [&](const auto& u) { return here.count(u.first) == 0; });
+    scenario::Run other(loaded, 1);  // (keeps a reference to `loaded`)
+    std::set<std::string> here;
+    for (const auto& p : other.registry().provenance())
+      if (!p.unused_because.empty()) here.insert(p.path);
+    std::erase_if(unused, [&](const auto& u) { return here.count(u.first) == 0; });
   }
   return unused;
 }
@@ -92,7 +94,7 @@ std::map<std::string, std::string> unused_in_every_variant(const SensitivityOpti
 /// `not_varied` with the uncertain values that have no effect in any variant.
 std::vector<Input> uncertain_inputs(const SensitivityOptions& o, scenario::Run& probe, const std::string& platform_file,
                                     json& ranges, json& not_varied) {
-  const auto unused = unused_in_every_variant(o);
+  const auto unused = unused_in_every_variant(o, probe);
   std::vector<scenario::Override> platform_ov;
   for (const auto& ov : o.overrides)
     if (ov.key.rfind("platform.", 0) == 0) platform_ov.push_back(ov);
