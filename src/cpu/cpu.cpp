@@ -72,6 +72,7 @@ CpuParams::CpuParams(config::Reader r) {
 Cpu::Cpu(int id, const CpuParams& p, fabric::Fabric& fab, sim::Simulator& sim, Core& core)
     : id_(id), p_(p), fab_(fab), sim_(sim), arm_(p.arch == "arm64"), core_(core) {
   port_wake_ = std::vector<sim::Signal>(static_cast<std::size_t>(2 * p_.outstanding_stores));
+  sb_.reserve(static_cast<std::size_t>(p_.store_buffer_entries));
   for (int i = 0; i < p_.outstanding_stores; ++i) {
     sim_.spawn(fmt::format("cpu{} store write port {}", id_, i), write_port(i), /*daemon=*/true);
     sim_.spawn(fmt::format("cpu{} store ownership prefetch {}", id_, i), ownership_prefetcher(i), /*daemon=*/true);

@@ -52,7 +52,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -360,7 +359,11 @@ class Cpu {
   fabric::Fabric& fab_;
   sim::Simulator& sim_;
   bool arm_;
-  std::deque<Pending> sb_;  ///< unwritten stores, oldest first
+  /// Unwritten stores, oldest first. Room for store_buffer_entries is
+  /// reserved at construction and the buffer never holds more, so an entry
+  /// stays put until an older one leaves (a pointer to it is valid until the
+  /// next wait, as the code that keeps one assumes).
+  std::vector<Pending> sb_;
   sim::Signal sb_changed_;  ///< a store entered or left the buffer, or a load bound
   std::vector<sim::Signal> port_wake_;      ///< per write port, then per prefetcher: its wake-up
   std::vector<int> idle_ports_, idle_prefetchers_;  ///< those asleep, waiting for work
