@@ -224,10 +224,11 @@ class Fabric {
   std::optional<Tick> hit(int agent, Addr line, bool for_write);
   /// A hit on `cl` by `row` (event `ev`): counted, the entry's state moved on; returns its latency.
   Tick take_hit(int agent, Addr line, CacheLine& cl, const CacheRow& row, CacheEvent ev);
+  /// A miss of `agent` (at endpoint `ep`): the request reaches the die's L3
+  /// (a per-die LLC), which serves it when the die alone can, else the
+  /// line's home; the directory acts, the response arrives and fills the
+  /// cache, and the home is told (its next request may go).
   sim::Task<void> request(int agent, int ep, Addr line, DirEvent kind);
-  /// A per-die LLC: the request reaches its die's L3; returns the home line,
-  /// held, when the die can serve it, else nullptr (on to the home).
-  sim::Task<HomeLine*> reach_die_llc(Txn& t);
   /// True when `die` alone can serve `event` by `agent` (no copy it needs
   /// outside the die, and the die has the data).
   bool die_can_serve(const HomeLine& h, Addr line, int die, int agent, DirEvent event) const;
