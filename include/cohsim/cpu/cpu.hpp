@@ -326,6 +326,7 @@ class Cpu {
   bool ready_to_write(const Pending& e) const;
   bool may_take(const Pending& e) const;
   Pending* find_store(std::uint64_t seq);
+  /// A write port (one of outstanding_stores): writes ready stores from the buffer, one at a time.
   Task<void> write_port(int port);
   /// After any change to the buffer or the loads in flight: wakes the waiters
   /// on sb_changed_, one idle write port if a store is ready to write, and one
@@ -335,8 +336,6 @@ class Cpu {
   Pending* prefetch_candidate();
   /// Puts a store or posted atomic into the buffer with its ordering.
   Task<void> buffer_store(Pending e, Order o);
-  /// Writes a buffered entry once its line is owned (a posted atomic: performs it).
-  Task<void> write_entry(std::uint64_t seq);
   Task<void> ownership_prefetcher(int index);
   /// Whether a jitter delay is drawn (set_jitter), and the next one.
   bool jitter_on() const { return jitter_rng_ != nullptr && jitter_max_ > 0; }
