@@ -1,5 +1,6 @@
-// The fabric's platform parameters, construction, the CPU side (acquire, read,
-// write, monitors) and the coherence checker.
+// The fabric's platform parameters, construction, the CPU side (acquire and
+// its hits, read, write, monitors; a miss goes on in home.cpp) and the
+// coherence checker.
 #include "fabric_state.hpp"
 
 #include <algorithm>
@@ -160,33 +161,6 @@ Tick Fabric::take_hit(int agent, Addr line, CacheLine& cl, const CacheRow& row, 
   c.l2.touch(line);
   c.l1.insert(line, [](Addr) { return true; });
   return p_.l2.latency;
-}
-
-Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
-  for (;;) {
-    PrivateCache& c = cache(agent);
-    CacheLine* cl = c.find(line);
-    CacheState st = cl == nullptr ? CacheState::I : cl->state;
-    if (is_transient(st)) {
-      co_await cl->mshr.wait(sim_, "a request in flight for this line", line);
-      continue;
-    }
-    CacheEvent ev = for_write ? CacheEvent::Store : CacheEvent::Load;
-    const CacheRow* row = cache_table_->find(st, ev);
-    if (row == nullptr) protocol_error("cache of agent", agent, line, name(st), name(ev));
-    if (row->actions & ca_hit) co_return take_hit(agent, line, *cl, *row, ev);
-    cache_table_->count(st, ev);
-    DirEvent kind = (row->actions & ca_issue_gets) ? DirEvent::GetS
-                    : (row->actions & ca_issue_getm) ? DirEvent::GetM
-                                                     : DirEvent::Upgrade;
-    const auto made = c.entry(line);  // (not a structured binding: clang 14 cannot capture one in a lambda)
-    CacheLine* entry = made.first;
-    if (made.second) home_line(line).add_holder(agent, *entry);
-    change_entry(*entry, [&] { entry->state = row->next; });
-    if (kind == DirEvent::Upgrade) ++stats_.upgrades; else ++stats_.misses;
-    co_await request(agent, ep, line, kind);
-    co_return 0;
-  }
 }
 
 std::uint64_t Fabric::read(int cpu, Addr a, int size) {

@@ -1,6 +1,7 @@
-// The home side of the fabric: requests reaching a line's home (or its
-// die's L3), queueing and arbitration there, the directory's actions, the
-// caches' responses, write-backs and device accesses.
+// The home side of the fabric: a cache miss's request on its way to the
+// line's home (or its die's L3) and back, queueing and arbitration there,
+// the directory's actions, the caches' responses, write-backs and device
+// accesses.
 #include "fabric_state.hpp"
 
 #include <algorithm>
@@ -95,7 +96,32 @@ Task<Fabric::HomeLine*> Fabric::reach_home(int ep, Addr line, bool count_wait, b
   co_return &h;
 }
 
-Task<void> Fabric::request(int agent, int ep, Addr line, DirEvent kind) {
+Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
+  DirEvent kind = DirEvent::GetS;
+  for (;;) {  // until the line is held as asked (a hit) or a request is due (a miss)
+    PrivateCache& c = cache(agent);
+    CacheLine* cl = c.find(line);
+    CacheState st = cl == nullptr ? CacheState::I : cl->state;
+    if (is_transient(st)) {
+      co_await cl->mshr.wait(sim_, "a request in flight for this line", line);
+      continue;
+    }
+    CacheEvent ev = for_write ? CacheEvent::Store : CacheEvent::Load;
+    const CacheRow* row = cache_table_->find(st, ev);
+    if (row == nullptr) protocol_error("cache of agent", agent, line, name(st), name(ev));
+    if (row->actions & ca_hit) co_return take_hit(agent, line, *cl, *row, ev);
+    cache_table_->count(st, ev);
+    kind = (row->actions & ca_issue_gets) ? DirEvent::GetS
+           : (row->actions & ca_issue_getm) ? DirEvent::GetM
+                                            : DirEvent::Upgrade;
+    const auto made = c.entry(line);  // (not a structured binding: clang 14 cannot capture one in a lambda)
+    CacheLine* entry = made.first;
+    if (made.second) home_line(line).add_holder(agent, *entry);
+    change_entry(*entry, [&] { entry->state = row->next; });
+    if (kind == DirEvent::Upgrade) ++stats_.upgrades; else ++stats_.misses;
+    break;
+  }
+  // The request (written here, not in a coroutine of its own: a frame less per miss).
   Txn t{.fabric = this, .line = line, .core = agent, .ep = ep, .event = kind};
   ++stats_.transactions;
   if (!is_llc_agent(agent)) co_await sim_.delay(p_.l2.latency);  // the private miss is detected
@@ -157,6 +183,7 @@ Task<void> Fabric::request(int agent, int ep, Addr line, DirEvent kind) {
   }
   Tick unblock = icn_.send(ep, t.dir_ep, sim_.now());
   sim_.schedule(unblock, shared_fill ? &Fabric::shared_fill_done_event : &Fabric::home_release_event, this, line);
+  co_return 0;
 }
 
 bool Fabric::die_can_serve(const HomeLine& h, Addr line, int die, int agent, DirEvent event) const {

@@ -217,18 +217,16 @@ class Fabric {
   LineData& golden_of(HomeLine& h);
 
   /// Makes `line` present at `agent` (writable if asked); returns the hit
-  /// latency still to charge (0 after a miss).
+  /// latency still to charge (0 after a miss). A miss is a request: it
+  /// reaches the die's L3 (a per-die LLC), which serves it when the die alone
+  /// can, else the line's home; the directory acts, the response arrives and
+  /// fills the cache, and the home is told (its next request may go).
   sim::Task<Tick> obtain(int agent, int ep, Addr line, bool for_write);
   /// obtain's hit: when `agent` holds `line` as asked (no request in flight),
   /// the access is counted and its latency returned; nothing otherwise.
   std::optional<Tick> hit(int agent, Addr line, bool for_write);
   /// A hit on `cl` by `row` (event `ev`): counted, the entry's state moved on; returns its latency.
   Tick take_hit(int agent, Addr line, CacheLine& cl, const CacheRow& row, CacheEvent ev);
-  /// A miss of `agent` (at endpoint `ep`): the request reaches the die's L3
-  /// (a per-die LLC), which serves it when the die alone can, else the
-  /// line's home; the directory acts, the response arrives and fills the
-  /// cache, and the home is told (its next request may go).
-  sim::Task<void> request(int agent, int ep, Addr line, DirEvent kind);
   /// True when `die` alone can serve `event` by `agent` (no copy it needs
   /// outside the die, and the die has the data).
   bool die_can_serve(const HomeLine& h, Addr line, int die, int agent, DirEvent event) const;
