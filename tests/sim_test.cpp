@@ -66,6 +66,29 @@ TEST_CASE("nested coroutine awaits return values and accumulate time", "[sim]") 
   REQUIRE(sim.now() == 500);
 }
 
+TEST_CASE("a done task goes on at once and the work around it keeps its order", "[sim]") {
+  // A function that has nothing to wait for returns Task<void>::done(): the
+  // awaiting process goes on in the same event, as when it awaits a
+  // coroutine that does not suspend; a task that waits still waits.
+  Simulator sim;
+  std::vector<std::string> log;
+  auto maybe_wait = [&](bool wait) -> Task<void> {
+    if (!wait) return Task<void>::done();
+    return record_after(sim, 4, log, "waited");
+  };
+  auto top = [&]() -> Task<void> {
+    const std::uint64_t before = sim.events_executed();
+    co_await maybe_wait(false);
+    log.push_back("done@" + std::to_string(sim.now()) + " events+" + std::to_string(sim.events_executed() - before));
+    co_await maybe_wait(true);
+    log.push_back("after@" + std::to_string(sim.now()));
+  };
+  sim.spawn("top", top());
+  REQUIRE(sim.run() == RunEnd::all_done);
+  REQUIRE(log == std::vector<std::string>{"done@0 events+0", "waited@4", "after@4"});
+  REQUIRE_THROWS_AS(sim.spawn("nothing", Task<void>::done()), SimError);
+}
+
 TEST_CASE("a run is deterministic: two identical runs give identical traces", "[sim]") {
   auto trace = [] {
     Simulator sim;

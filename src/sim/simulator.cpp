@@ -20,6 +20,7 @@ Simulator::~Simulator() {
 }
 
 Process& Simulator::spawn(std::string name, Task<void> task, bool daemon) {
+  if (!task.handle()) throw SimError(fmt::format("spawn of '{}': the task is done already (it has no coroutine)", name));
   std::unique_ptr<Process> proc;
   if (free_processes_.empty()) {
     proc = std::make_unique<Process>();

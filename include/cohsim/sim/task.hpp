@@ -13,6 +13,7 @@
 #include <new>
 #include <optional>
 #include <utility>
+#include <type_traits>
 
 namespace cohsim::sim {
 
@@ -140,7 +141,9 @@ struct ValuePromise<void> : PromiseBase {
 };
 }  // namespace detail
 
-/// A coroutine returning T, started when first awaited (or spawned).
+/// A coroutine returning T, started when first awaited (or spawned). A
+/// Task<void> may also be done() already, without a coroutine: a function
+/// whose usual case has nothing to wait for returns that and costs no frame.
 template <class T = void>
 class [[nodiscard]] Task {
  public:
@@ -166,12 +169,25 @@ class [[nodiscard]] Task {
     if (handle_) handle_.destroy();
   }
 
-  bool await_ready() const noexcept { return false; }
+  /// A Task<void> that is complete: awaiting it goes on at once.
+  static Task done()
+    requires std::is_void_v<T>
+  {
+    return Task();
+  }
+
+  /// Only a done() task has no coroutine (a moved-from one is not awaited).
+  bool await_ready() const noexcept {
+    if constexpr (std::is_void_v<T>) return !handle_;
+    return false;
+  }
   std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiter) noexcept {
     handle_.promise().continuation = awaiter;
     return handle_;
   }
   T await_resume() {
+    if constexpr (std::is_void_v<T>)
+      if (!handle_) return;
     auto& p = handle_.promise();
     if (p.error) std::rethrow_exception(p.error);
     return p.take();
