@@ -14,13 +14,16 @@ using namespace detail;
 // ------------------------------------------------------------ requests ---
 /// Awaitable: the request's turn at a home (or a die's L3): at once when the
 /// home is free and no request waits (nor a fill in flight it must wait for),
-/// else it queues and grant_next wakes it.
+/// else it queues and grant_next wakes it. With `count_wait` the time it
+/// waited goes into the line's contention statistics.
 struct Fabric::HomeTurn {
   Fabric* f;
   HomeLine* h;
   Addr line;
   int ep;
   bool gets;
+  bool count_wait;
+  Tick queued_at;
   bool await_ready() const noexcept {
     if (h->busy || !h->queue.empty() || (h->shared_fills != 0 && !h->shared_fill_possible(gets))) return false;
     h->busy = true;
@@ -35,11 +38,13 @@ struct Fabric::HomeTurn {
                               : 0;
     h->queue.push_back({p, id, f->sim_.now(), f->home_seq_++, distance, gets});
   }
-  void await_resume() const noexcept {}
+  void await_resume() const {
+    if (count_wait) f->stats_of(*h, line).wait += f->sim_.now() - queued_at;
+  }
 };
 
-Fabric::HomeTurn Fabric::home_acquire(HomeLine& h, Addr line, int requester_ep, bool gets) {
-  return HomeTurn{this, &h, line, requester_ep, gets};
+Fabric::HomeTurn Fabric::home_acquire(HomeLine& h, Addr line, int requester_ep, bool gets, bool count_wait) {
+  return HomeTurn{this, &h, line, requester_ep, gets, count_wait, sim_.now()};
 }
 
 void Fabric::home_release_event(void* ctx, std::uint64_t line) { static_cast<Fabric*>(ctx)->home_release(line); }
@@ -90,9 +95,7 @@ void Fabric::grant_next(HomeLine& h) {
 Task<Fabric::HomeLine*> Fabric::reach_home(int ep, Addr line, bool count_wait, bool gets) {
   co_await sim_.delay(icn_.send(ep, home_endpoint_of(line), sim_.now()) - sim_.now());
   HomeLine& h = home_line(line);
-  const Tick queued_at = sim_.now();
-  co_await home_acquire(h, line, ep, gets);
-  if (count_wait) stats_of(h, line).wait += sim_.now() - queued_at;
+  co_await home_acquire(h, line, ep, gets, count_wait);
   co_return &h;
 }
 
@@ -127,9 +130,9 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
   if (!is_llc_agent(agent)) co_await sim_.delay(p_.l2.latency);  // the private miss is detected
   HomeLine* served = nullptr;  // the home line once the request holds it
   if (p_.llc_per_die) {
-    // The die's L3 first; it serves the request when the die alone can (the
-    // steps are written here, not in a coroutine of their own: a frame less
-    // per miss).
+    // The die's L3 first; it serves the request when the die alone can.
+    // (The request's steps are written here, not in coroutines of their own
+    // such as reach_home: a frame less per step.)
     const int die = agent_die(agent);
     const int l3 = icn_.llc_endpoint(die);
     if (!is_llc_agent(agent)) {  // (an L3's own request: it looked up its tags when the atomic arrived)
@@ -138,9 +141,7 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
     }
     HomeLine& h = home_line(line);
     if (die_can_serve(h, line, die, agent, t.event)) {
-      const Tick queued_at = sim_.now();
-      co_await home_acquire(h, line, l3, t.event == DirEvent::GetS);
-      stats_of(h, line).wait += sim_.now() - queued_at;
+      co_await home_acquire(h, line, l3, t.event == DirEvent::GetS, /*count_wait=*/true);
       if (die_can_serve(h, line, die, agent, t.event)) {
         t.dir_ep = l3;
         served = &h;
@@ -153,7 +154,9 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
     // On to the home agent (from the die's L3 after its miss, with a per-die LLC).
     t.dir_ep = home_endpoint_of(line);
     const int from = p_.llc_per_die ? icn_.llc_endpoint(agent_die(agent)) : ep;
-    served = co_await reach_home(from, line, /*count_wait=*/true, kind == DirEvent::GetS);
+    co_await sim_.delay(icn_.send(from, t.dir_ep, sim_.now()) - sim_.now());
+    served = &home_line(line);
+    co_await home_acquire(*served, line, from, kind == DirEvent::GetS, /*count_wait=*/true);
   }
   HomeLine& h = *served;
   if (t.event == DirEvent::Upgrade && !h.sharers.test(static_cast<std::size_t>(agent)))

@@ -241,7 +241,9 @@ class Fabric {
   topo::HopClass hop_class_of(int ep_a, int ep_b) const;
   sim::Task<void> put(int core, Addr line);
   struct HomeTurn;
-  HomeTurn home_acquire(HomeLine& h, Addr line, int requester_ep, bool gets);
+  /// The request's turn at `line`'s home (see HomeTurn); `count_wait`: its
+  /// wait goes into the line's contention statistics.
+  HomeTurn home_acquire(HomeLine& h, Addr line, int requester_ep, bool gets, bool count_wait);
   /// Carries a request from endpoint `ep` to `line`'s home and waits for its
   /// turn there; the home line is then busy for the caller. With `count_wait`
   /// the queueing time goes into the line's contention statistics. `gets`: a
