@@ -119,8 +119,6 @@ Task<void> Cpu::wait_loads(std::uint64_t seq, Addr line, std::uint64_t fence) {
   while (load_blocked(seq, line, fence)) co_await sb_changed_.wait(sim_, "earlier loads", line);
 }
 
-bool Cpu::loads_bound_through(std::uint64_t seq) const { return unbound_.empty() || unbound_.front().seq > seq; }
-
 void Cpu::load_bound(std::uint64_t seq) {
   std::erase_if(unbound_, [seq](const InFlightLoad& l) { return l.seq == seq; });
   changed();

@@ -319,7 +319,7 @@ class Cpu {
   bool stores_written_through(std::uint64_t seq) const { return sb_.empty() || sb_.front().seq > seq; }
   Task<void> wait_stores_written(std::uint64_t seq);
   /// True when every load numbered up to `seq` has bound its value.
-  bool loads_bound_through(std::uint64_t seq) const;
+  bool loads_bound_through(std::uint64_t seq) const { return unbound_.empty() || unbound_.front().seq > seq; }
   /// Before a write outside the buffer (atomic, store-exclusive) to `a`: what a
   /// buffered store there would wait for, and this CPU's buffered stores to its bytes.
   Task<void> order_direct_write(Addr a, int size, bool release);
