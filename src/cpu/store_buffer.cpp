@@ -63,7 +63,9 @@ Cpu::Pending* Cpu::find_store(std::uint64_t seq) {
   return nullptr;
 }
 
-bool Cpu::may_take(const Pending& e) const {
+// may_take and ready_to_write are inline: only this file calls them, in the
+// buffer's scans after every change.
+inline bool Cpu::may_take(const Pending& e) const {
   // Same-line order (coherence): an older store to the line is written first,
   // and an older load of the line binds first (it must not read this store).
   const Addr line = fabric::line_of(e.addr);
@@ -78,7 +80,7 @@ bool Cpu::may_take(const Pending& e) const {
   return true;
 }
 
-bool Cpu::ready_to_write(const Pending& e) const {
+inline bool Cpu::ready_to_write(const Pending& e) const {
   return !e.writing && stores_written_through(e.after_stores) && loads_bound_through(e.after_loads) && may_take(e);
 }
 
