@@ -207,11 +207,6 @@ bool Fabric::holds(int cpu, Addr line, bool for_write) const {
   return for_write ? writable(cl->state) : readable(cl->state);
 }
 
-bool Fabric::holds_writable(int agent, Addr line) const {
-  const CacheLine* cl = cache(agent).find(line);
-  return cl != nullptr && writable(cl->state);
-}
-
 CacheState Fabric::state_of(int cpu, Addr line) const {
   const CacheLine* cl = cache(core_of(cpu)).find(line);
   return cl == nullptr ? CacheState::I : cl->state;

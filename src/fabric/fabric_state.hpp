@@ -157,6 +157,11 @@ inline Fabric::HomeLine& Fabric::home_line(Addr line) {
   return h != nullptr ? **h : new_home_line(line);
 }
 
+inline bool Fabric::holds_writable(int agent, Addr line) const {
+  const CacheLine* cl = cache(agent).find(line);
+  return cl != nullptr && detail::writable(cl->state);
+}
+
 /// Adds (`sign` 1) or removes (-1) an entry's part of its home line's tallies.
 inline void Fabric::tally(const CacheLine& e, int sign) {
   e.home->tally.count(e, e.home->golden.get(), sign);
