@@ -242,25 +242,45 @@ Tick Cpu::device_writes_arrived(int device) const {
 }
 
 // ------------------------------------------ atomics and store-exclusives ---
-Task<void> Cpu::order_direct_write(Addr a, int size, bool release) {
-  // As a store entering the buffer now would wait (release and x86: every
-  // earlier access; else the dmb fences and an earlier acquire), and the
-  // buffered stores to its bytes are written first (no forwarding into a
-  // read-modify-write).
-  const bool all = release || !arm_;
-  const std::uint64_t stores = all ? stores_buffered_ : store_fence_;
-  const std::uint64_t loads = all ? loads_issued_ : std::max(load_fence_, last_acquire_);
-  if (!stores_written_through(stores)) co_await wait_stores_written(stores);
+Cpu::DirectWriteAfter Cpu::direct_write_after(bool release) const {
+  // As a store entering the buffer now would wait: release and x86, every
+  // earlier access; else the dmb fences and an earlier acquire.
+  if (release || !arm_) return {stores_buffered_, loads_issued_};
+  return {store_fence_, std::max(load_fence_, last_acquire_)};
+}
+
+const Cpu::Pending* Cpu::newest_overlap(Addr a, int size) const {
   for (auto it = sb_.rbegin(); it != sb_.rend(); ++it)
-    if (fabric::overlaps(it->addr, it->size, a, size)) {
-      co_await wait_stores_written(it->seq);
-      break;
-    }
-  if (!loads_bound_through(loads)) co_await wait_loads_bound(loads);
+    if (fabric::overlaps(it->addr, it->size, a, size)) return &*it;
+  return nullptr;
+}
+
+Tick Cpu::direct_write_fence(bool release) const {
+  // As for a store (a release: after the posted MMIO writes too).
+  return release ? std::max(device_store_fence_, posted_writes_arrived()) : device_store_fence_;
+}
+
+Task<void> Cpu::order_direct_write(Addr a, int size, bool release) {
+  // Nothing to wait for, the usual case: no coroutine frame. (The conditions
+  // are wait_direct_write_order's, in its order, as they stand now.)
+  const DirectWriteAfter after = direct_write_after(release);
+  if (stores_written_through(after.stores) && newest_overlap(a, size) == nullptr &&
+      loads_bound_through(after.loads) && !load_blocked(loads_issued_ + 1, fabric::line_of(a), 0) &&
+      direct_write_fence(release) <= sim_.now())
+    return Task<void>::done();
+  return wait_direct_write_order(a, size, release);
+}
+
+Task<void> Cpu::wait_direct_write_order(Addr a, int size, bool release) {
+  // The buffered stores to its bytes are written first (no forwarding into a
+  // read-modify-write).
+  const DirectWriteAfter after = direct_write_after(release);
+  if (!stores_written_through(after.stores)) co_await wait_stores_written(after.stores);
+  if (const Pending* older = newest_overlap(a, size)) co_await wait_stores_written(older->seq);
+  if (!loads_bound_through(after.loads)) co_await wait_loads_bound(after.loads);
   const Addr line = fabric::line_of(a);
   if (load_blocked(loads_issued_ + 1, line, 0)) co_await wait_loads(loads_issued_ + 1, line, 0);
-  Tick fence = device_store_fence_;
-  if (release) fence = std::max(fence, posted_writes_arrived());  // as a release store
+  const Tick fence = direct_write_fence(release);
   if (fence > sim_.now()) co_await wait_device_fence(fence);
 }
 

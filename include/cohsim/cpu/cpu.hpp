@@ -321,8 +321,20 @@ class Cpu {
   /// True when every load numbered up to `seq` has bound its value.
   bool loads_bound_through(std::uint64_t seq) const { return unbound_.empty() || unbound_.front().seq > seq; }
   /// Before a write outside the buffer (atomic, store-exclusive) to `a`: what a
-  /// buffered store there would wait for, and this CPU's buffered stores to its bytes.
+  /// buffered store there would wait for, and this CPU's buffered stores to its
+  /// bytes. Done at once (no coroutine) when nothing is to wait for.
   Task<void> order_direct_write(Addr a, int size, bool release);
+  /// order_direct_write's waits, in order.
+  Task<void> wait_direct_write_order(Addr a, int size, bool release);
+  /// The stores and loads (numbered up to) a direct write waits for.
+  struct DirectWriteAfter {
+    std::uint64_t stores, loads;
+  };
+  DirectWriteAfter direct_write_after(bool release) const;
+  /// The newest buffered store overlapping [a, a + size), or nullptr.
+  const Pending* newest_overlap(Addr a, int size) const;
+  /// Until when posted MMIO writes hold a direct write back (a dmb osh/sy; a release: every one).
+  Tick direct_write_fence(bool release) const;
   bool ready_to_write(const Pending& e) const;
   bool may_take(const Pending& e) const;
   Pending* find_store(std::uint64_t seq);
