@@ -63,8 +63,8 @@ Cpu::Pending* Cpu::find_store(std::uint64_t seq) {
   return nullptr;
 }
 
-// may_take and ready_to_write are inline: only this file calls them, in the
-// buffer's scans after every change.
+// may_take and ready_to_write are inline (so declared in cpu.hpp): only this
+// file calls them, in the buffer's scans after every change.
 inline bool Cpu::may_take(const Pending& e) const {
   // Same-line order (coherence): an older store to the line is written first,
   // and an older load of the line binds first (it must not read this store).

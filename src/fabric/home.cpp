@@ -124,15 +124,14 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
     if (kind == DirEvent::Upgrade) ++stats_.upgrades; else ++stats_.misses;
     break;
   }
-  // The request (written here, not in a coroutine of its own: a frame less per miss).
+  // The request. (Its steps, the die's L3 and the way to the home included,
+  // are written here rather than in coroutines of their own: a frame less each.)
   Txn t{.fabric = this, .line = line, .core = agent, .ep = ep, .event = kind};
   ++stats_.transactions;
   if (!is_llc_agent(agent)) co_await sim_.delay(p_.l2.latency);  // the private miss is detected
   HomeLine* served = nullptr;  // the home line once the request holds it
   if (p_.llc_per_die) {
     // The die's L3 first; it serves the request when the die alone can.
-    // (The request's steps are written here, not in coroutines of their own
-    // such as reach_home: a frame less per step.)
     const int die = agent_die(agent);
     const int l3 = icn_.llc_endpoint(die);
     if (!is_llc_agent(agent)) {  // (an L3's own request: it looked up its tags when the atomic arrived)

@@ -335,8 +335,8 @@ class Cpu {
   const Pending* newest_overlap(Addr a, int size) const;
   /// Until when posted MMIO writes hold a direct write back (a dmb osh/sy; a release: every one).
   Tick direct_write_fence(bool release) const;
-  bool ready_to_write(const Pending& e) const;
-  bool may_take(const Pending& e) const;
+  inline bool ready_to_write(const Pending& e) const;
+  inline bool may_take(const Pending& e) const;
   Pending* find_store(std::uint64_t seq);
   /// A write port (one of outstanding_stores): writes ready stores from the buffer, one at a time.
   Task<void> write_port(int port);

@@ -209,12 +209,13 @@ class Fabric {
   int agent_endpoint(int agent) const { return core_cpu_[static_cast<std::size_t>(agent)]; }
   PrivateCache& cache(int core) { return *caches_[static_cast<std::size_t>(core)]; }
   const PrivateCache& cache(int core) const { return *caches_[static_cast<std::size_t>(core)]; }
-  HomeLine& home_line(Addr line);
+  // (The members declared inline are defined in src/fabric/fabric_state.hpp.)
+  inline HomeLine& home_line(Addr line);
   HomeLine& new_home_line(Addr line);
   /// The line's contention statistics (kept in line_stats_, found once per home line).
-  LineStats& stats_of(HomeLine& h, Addr line);
+  inline LineStats& stats_of(HomeLine& h, Addr line);
   /// With checking on: the line's latest value, made from the home's memory when there was no write yet.
-  LineData& golden_of(HomeLine& h);
+  inline LineData& golden_of(HomeLine& h);
 
   /// Makes `line` present at `agent` (writable if asked); returns the hit
   /// latency still to charge (0 after a miss). A miss is a request: it
@@ -232,7 +233,7 @@ class Fabric {
   bool die_can_serve(const HomeLine& h, Addr line, int die, int agent, DirEvent event) const;
   /// The die of `agent` got `line` (`exclusive`: other dies' copies are gone).
   void llc_filled(int agent, Addr line, bool exclusive);
-  bool holds_writable(int agent, Addr line) const;
+  inline bool holds_writable(int agent, Addr line) const;
   /// When an L3 agent's atomics on `line` are done (it answers snoops then).
   Tick owner_line_alu_busy(int agent, Addr line) const;
   /// A write at the home (device, far atomic): no die's L3 holds the line any more.
@@ -277,7 +278,7 @@ class Fabric {
   void evict(int core, Addr victim);
   void clear_monitors(int core, Addr line);
   /// Adds (`sign` 1) or removes (-1) `entry`'s part of its home line's checker tallies.
-  void tally(const CacheLine& entry, int sign);
+  inline void tally(const CacheLine& entry, int sign);
   /// Changes a cache entry's state or data through `change`, keeping the tallies.
   template <class F>
   void change_entry(CacheLine& entry, F&& change);
