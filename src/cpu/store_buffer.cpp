@@ -272,8 +272,8 @@ Task<void> Cpu::order_direct_write(Addr a, int size, bool release) {
 }
 
 Task<void> Cpu::wait_direct_write_order(Addr a, int size, bool release) {
-  // The buffered stores to its bytes are written first (no forwarding into a
-  // read-modify-write).
+  // What a store entering the buffer now would wait for, and then the
+  // buffered stores to its bytes (no forwarding into a read-modify-write).
   const DirectWriteAfter after = direct_write_after(release);
   if (!stores_written_through(after.stores)) co_await wait_stores_written(after.stores);
   if (const Pending* older = newest_overlap(a, size)) co_await wait_stores_written(older->seq);
