@@ -121,6 +121,9 @@ struct Fabric::HomeLine {
   std::optional<std::uint64_t> picked_seq;
   /// A GetS that finds the line in S needs no exclusive hold.
   bool shared_fill_possible(bool gets) const { return gets && state == DirState::S; }
+  /// A request (`gets`: a GetS) must wait for the shared fills in flight
+  /// unless it is one more of them.
+  bool waits_for_fills(bool gets) const { return shared_fills > 0 && !shared_fill_possible(gets); }
   struct Waiter {
     sim::Process* p;
     std::uint64_t id;

@@ -25,7 +25,7 @@ struct Fabric::HomeTurn {
   bool count_wait;
   Tick queued_at;
   bool await_ready() const noexcept {
-    if (h->busy || !h->queue.empty() || (h->shared_fills != 0 && !h->shared_fill_possible(gets))) return false;
+    if (h->busy || !h->queue.empty() || h->waits_for_fills(gets)) return false;
     h->busy = true;
     return true;
   }
@@ -82,7 +82,7 @@ void Fabric::grant_next(HomeLine& h) {
   // The picked request waits for the fills in flight unless it is one itself;
   // it stays picked, so nobody overtakes it meanwhile (under every policy, a
   // stream of readers cannot starve a writer).
-  if (h.shared_fills > 0 && !h.shared_fill_possible(w.gets)) {
+  if (h.waits_for_fills(w.gets)) {
     h.picked_seq = w.seq;
     return;
   }
