@@ -86,7 +86,7 @@ void Interconnect::read_die_network(config::Reader& die) {
 }
 
 int Interconnect::add_device(const std::string& name, int socket) {
-  endpoints_.push_back({socket, socket * topo_.dies_per_socket() + topo_.gateway_die(), -1, -1, name});
+  endpoints_.push_back({socket, topo_.gateway_die_of(socket), -1, -1, name});
   legs_out_.resize(endpoints_.size());
   legs_in_.resize(endpoints_.size());
   reindex_paths();
@@ -189,7 +189,7 @@ void Interconnect::route_dies(Path& p, const Endpoint& a, const Endpoint& b) {
     return;
   }
   cross(a.socket, da, gw);
-  if (da != gw) cross_die_network(p, a.socket * dps + gw, 0, 0);
+  if (da != gw) cross_die_network(p, topo_.gateway_die_of(a.socket), 0, 0);
   const int spg = topo_.sockets_per_group();
   const int ga = a.socket / spg, gb = b.socket / spg;
   if (ga == gb) {
@@ -199,7 +199,7 @@ void Interconnect::route_dies(Path& p, const Endpoint& a, const Endpoint& b) {
     add_hop(p, HopClass::node_controller, {LinkKind::nc, ga, gb});
     add_hop(p, HopClass::socket, {LinkKind::nc_to_socket, gb, b.socket});
   }
-  if (db != gw) cross_die_network(p, b.socket * dps + gw, 0, 0);
+  if (db != gw) cross_die_network(p, topo_.gateway_die_of(b.socket), 0, 0);
   cross(b.socket, gw, db);
 }
 
@@ -332,7 +332,7 @@ Tick Interconnect::send(int a, int b, Tick at) {
 
 Tick Interconnect::send_node_controller(int ep, bool to_hub, Tick at) {
   const Endpoint& e = endpoint(ep);
-  const int offchip = llc_endpoint(e.socket * topo_.dies_per_socket() + topo_.gateway_die());
+  const int offchip = llc_endpoint(topo_.gateway_die_of(e.socket));
   const int group = e.socket / topo_.sockets_per_group();
   const int link = link_id(HopClass::socket, to_hub ? LinkKey{LinkKind::socket_to_nc, e.socket, group}
                                                     : LinkKey{LinkKind::nc_to_socket, group, e.socket});

@@ -49,6 +49,8 @@ class Topology {
   int die_of_node(int node) const { return node_per_die_ ? node : node * dies_per_socket_; }
   /// Sockets' gateway die for links to other sockets (die index within the socket).
   int gateway_die() const { return 0; }
+  /// Socket s's gateway die (global die index): where its off-chip links and devices sit.
+  int gateway_die_of(int s) const { return s * dies_per_socket_ + gateway_die(); }
 
   const CpuPlace& cpu(int n) const { return cpus_.at(static_cast<std::size_t>(n)); }
   int node_of_cpu(int n) const { return cpu(n).node; }
