@@ -37,7 +37,7 @@ Task<void> Cpu::buffer_store(Pending e, Order o) {
   // A release orders every earlier access, posted MMIO writes included (why
   // arm64 needs no mmiowb: v5.9 arm_smmu_cmdq_issue_cmdlist's owner_prod
   // release must follow its PROD write, or another owner's PROD could pass it).
-  const Tick fence = release ? std::max(device_store_fence_, posted_writes_arrived()) : device_store_fence_;
+  const Tick fence = write_device_fence(release);
   if (fence > sim_.now()) co_await wait_device_fence(fence);
   while (static_cast<int>(sb_.size()) >= p_.store_buffer_entries)
     co_await sb_changed_.wait(sim_, "store buffer space", e.addr);
@@ -255,8 +255,7 @@ const Cpu::Pending* Cpu::newest_overlap(Addr a, int size) const {
   return nullptr;
 }
 
-Tick Cpu::direct_write_fence(bool release) const {
-  // As for a store (a release: after the posted MMIO writes too).
+Tick Cpu::write_device_fence(bool release) const {
   return release ? std::max(device_store_fence_, posted_writes_arrived()) : device_store_fence_;
 }
 
@@ -266,7 +265,7 @@ Task<void> Cpu::order_direct_write(Addr a, int size, bool release) {
   const DirectWriteAfter after = direct_write_after(release);
   if (stores_written_through(after.stores) && newest_overlap(a, size) == nullptr &&
       loads_bound_through(after.loads) && !load_blocked(loads_issued_ + 1, fabric::line_of(a), 0) &&
-      direct_write_fence(release) <= sim_.now())
+      write_device_fence(release) <= sim_.now())
     return Task<void>::done();
   return wait_direct_write_order(a, size, release);
 }
@@ -280,7 +279,7 @@ Task<void> Cpu::wait_direct_write_order(Addr a, int size, bool release) {
   if (!loads_bound_through(after.loads)) co_await wait_loads_bound(after.loads);
   const Addr line = fabric::line_of(a);
   if (load_blocked(loads_issued_ + 1, line, 0)) co_await wait_loads(loads_issued_ + 1, line, 0);
-  const Tick fence = direct_write_fence(release);
+  const Tick fence = write_device_fence(release);
   if (fence > sim_.now()) co_await wait_device_fence(fence);
 }
 

@@ -333,8 +333,9 @@ class Cpu {
   DirectWriteAfter direct_write_after(bool release) const;
   /// The newest buffered store overlapping [a, a + size), or nullptr.
   const Pending* newest_overlap(Addr a, int size) const;
-  /// Until when posted MMIO writes hold a direct write back (a dmb osh/sy; a release: every one).
-  Tick direct_write_fence(bool release) const;
+  /// Until when posted MMIO writes hold a store or direct write back (those a
+  /// dmb osh/sy ordered before it; a release: every one).
+  Tick write_device_fence(bool release) const;
   inline bool ready_to_write(const Pending& e) const;
   inline bool may_take(const Pending& e) const;
   Pending* find_store(std::uint64_t seq);
