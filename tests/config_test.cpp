@@ -111,6 +111,22 @@ TEST_CASE("a --set on a path that does not exist names the keys that do", "[conf
   }
 }
 
+TEST_CASE("a scenario's description or baseline that is not a string is an error naming the key", "[config]") {
+  const std::string key = GENERATE(std::string("description"), std::string("baseline"));
+  TempDir dir;
+  json doc = json::parse(std::ifstream(source_path("configs/scenarios/spinlock-kunpeng920.json")));
+  doc[key] = {{"text", "an object where a string belongs"}};
+  doc["platform"] = source_path("configs/platforms/kunpeng920.json");  // (absolute: the file sits elsewhere)
+  const std::string path = dir.write("scenario.json", doc.dump());
+  try {
+    scenario::load_scenario(path, "", {});
+    FAIL("no error");
+  } catch (const config::ConfigError& e) {
+    CHECK(e.path() == key);
+    CHECK_THAT(e.what(), Catch::Contains("not a string"));
+  }
+}
+
 TEST_CASE("a platform number set on the command line with the wrong type fails at load, saying so", "[config]") {
   auto s = scenario::load_scenario(source_path("configs/scenarios/c2c-kunpeng920.json"), "",
                                    {{"platform.interconnect.die.latency", "fast"}});

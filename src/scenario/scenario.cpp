@@ -90,7 +90,10 @@ LoadedScenario load_scenario(const std::string& path, const std::string& variant
       throw ConfigError(path, key, "missing or not a string");
     return doc[key].get<std::string>();
   };
-  s.description = doc.value("description", "");
+  auto optional_string = [&](const char* key, std::string fallback) {
+    return doc.contains(key) ? need_string(key) : fallback;
+  };
+  s.description = optional_string("description", "");
   s.workload = need_string("workload");
   if (!workloads().count(s.workload)) {
     std::string known;
@@ -115,7 +118,7 @@ LoadedScenario load_scenario(const std::string& path, const std::string& variant
       s.variant_settings[it.key()] = it.value();
     }
     // nlohmann orders keys alphabetically; keep the file's intent via "baseline".
-    s.baseline = doc.contains("baseline") ? doc["baseline"].get<std::string>() : s.variants.front();
+    s.baseline = optional_string("baseline", s.variants.front());
     if (std::find(s.variants.begin(), s.variants.end(), s.baseline) == s.variants.end())
       throw ConfigError(path, "baseline", fmt::format("'{}' is not one of the variants", s.baseline));
     s.variant = variant.empty() ? s.baseline : variant;
