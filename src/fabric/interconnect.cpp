@@ -132,8 +132,8 @@ int Interconnect::link_id(HopClass c, LinkKey k) {
                                static_cast<std::uint64_t>(k.b) << 20 | static_cast<std::uint64_t>(k.c);
   auto [it, inserted] = link_ids_.try_emplace(packed, static_cast<int>(links_.size()));
   if (inserted) {
-    links_.push_back(
-        Link{.cls = c, .name = link_name(k), .ports = std::vector<LinkTimeline>(static_cast<std::size_t>(ports(c)))});
+    links_.push_back(Link{.cls = c, .occupancy = cost(c).occupancy, .name = link_name(k),
+                          .ports = std::vector<LinkTimeline>(static_cast<std::size_t>(ports(c)))});
   }
   return it->second;
 }
@@ -225,13 +225,6 @@ void Interconnect::reindex_paths() {
   dense_paths_.assign(dense_stride_ * dense_stride_, nullptr);  // refilled from paths_ as pairs are used
 }
 
-const Interconnect::Path& Interconnect::path(int a, int b) {
-  if (dense_stride_ == 0) return find_or_build_path(a, b);
-  const Path*& slot = dense_paths_[static_cast<std::size_t>(a) * dense_stride_ + static_cast<std::size_t>(b)];
-  if (slot == nullptr) slot = &find_or_build_path(a, b);  // (paths_ keeps its elements in place)
-  return *slot;
-}
-
 const Interconnect::Path& Interconnect::find_or_build_path(int a, int b) {
   Path& p = paths_[static_cast<std::uint64_t>(a) << 32 | static_cast<std::uint32_t>(b)];
   if (p.valid) return p;
@@ -276,18 +269,16 @@ const Interconnect::KeptSteps& Interconnect::die_route(int from, int to) {
   return kept;
 }
 
-Tick Interconnect::reserve(Link& l, Tick ready) {
-  const Tick occupancy = cost(l.cls).occupancy;
-  ++l.messages;
-  if (occupancy == 0) return ready;
+Tick Interconnect::reserve_contended(Link& l, Tick ready) {
+  const Tick occupancy = l.occupancy;
   const Tick now = sim_.now();
-  // The first of the ports free earliest (most links have one).
+  // The first of the ports free earliest (most links have one; the first
+  // dropped its ended bookings in reserve()).
   auto port = l.ports.begin();
-  port->forget_before(now);
   Tick start = port->earliest(ready, occupancy);
-  // No port starts before `ready`: when the first is free then, it is the
-  // first of those free earliest (the others drop their ended bookings when
-  // a message next looks at them).
+  // No port starts before `ready`: when one is free then, it is the first of
+  // those free earliest (the others drop their ended bookings when a message
+  // next looks at them).
   for (auto other = port + 1; start != ready && other != l.ports.end(); ++other) {
     other->forget_before(now);
     if (const Tick s = other->earliest(ready, occupancy); s < start) {
@@ -311,23 +302,13 @@ Tick Interconnect::send(int a, int b, Tick at) {
   // An agent's message to itself (a die's L3 answering its own directory
   // step) costs nothing; a CPU's to itself crosses its core.
   if (a == b && endpoint(a).core_global < 0) return at;
-  Tick t = at;
-  auto walk = [&](const std::vector<Step>& steps) {
-    for (const Step& s : steps) {
-      if (s.link >= 0) t = reserve(links_[static_cast<std::size_t>(s.link)], t);
-      t += s.latency;
-    }
-  };
-  if (!composed(a, b)) {
-    walk(path(a, b).steps);  // pairs within one die, or any pair of a small machine: kept per pair
-  } else {
-    // The same steps as path(a, b), from pieces kept per endpoint and per die
-    // pair, so memory grows with endpoints and dies^2, not endpoints^2.
-    walk(leg(a, true).steps);
-    walk(die_route(endpoint(a).die_global, endpoint(b).die_global).steps);
-    walk(leg(b, false).steps);
-  }
-  return t;
+  if (!composed(a, b))
+    return walk(path(a, b).steps, at);  // pairs within one die, or any pair of a small machine: kept per pair
+  // The same steps as path(a, b), from pieces kept per endpoint and per die
+  // pair, so memory grows with endpoints and dies^2, not endpoints^2.
+  Tick t = walk(leg(a, true).steps, at);
+  t = walk(die_route(endpoint(a).die_global, endpoint(b).die_global).steps, t);
+  return walk(leg(b, false).steps, t);
 }
 
 Tick Interconnect::send_node_controller(int ep, bool to_hub, Tick at) {

@@ -42,6 +42,7 @@ struct HopCost {
 /// socket or node-controller link) or one shared medium (a cluster bus, a core).
 struct Link {
   HopClass cls;
+  Tick occupancy = 0;  ///< per message: the class occupancy
   std::string name;
   std::vector<LinkTimeline> ports;  ///< a message takes whichever port is free first
   std::uint64_t messages = 0;
@@ -90,7 +91,14 @@ class Interconnect {
   };
   /// The path from endpoint a to b (computed on first use and kept: memory
   /// follows the endpoint pairs that talk, not endpoints squared).
-  const Path& path(int a, int b);
+  const Path& path(int a, int b) {
+    if (dense_stride_ == 0) [[unlikely]]
+      return find_or_build_path(a, b);
+    const Path*& slot = dense_paths_[static_cast<std::size_t>(a) * dense_stride_ + static_cast<std::size_t>(b)];
+    if (slot == nullptr) [[unlikely]]
+      slot = &find_or_build_path(a, b);  // (paths_ keeps its elements in place)
+    return *slot;
+  }
   /// Endpoint pairs whose path has been computed and kept.
   std::size_t paths_kept() const { return paths_.size(); }
   /// Sends one message leaving `a` at time `at` (not before now); returns its
@@ -156,7 +164,26 @@ class Interconnect {
     return dense_stride_ == 0 && endpoint(a).die_global != endpoint(b).die_global;
   }
   /// Books the earliest slot on `l` at or after `ready`; returns its start.
-  Tick reserve(Link& l, Tick ready);
+  Tick reserve(Link& l, Tick ready) {
+    ++l.messages;
+    if (l.occupancy == 0) return ready;
+    // Most messages find the link's first port free when they reach it.
+    if (l.ports.front().book_if_free(sim_.now(), ready, l.occupancy)) {
+      l.busy += l.occupancy;
+      return ready;
+    }
+    return reserve_contended(l, ready);
+  }
+  /// reserve() when the first port is busy at `ready` (its ended bookings dropped).
+  Tick reserve_contended(Link& l, Tick ready);
+  /// Walks `steps` from time t, booking each link; returns the arrival time.
+  Tick walk(const std::vector<Step>& steps, Tick t) {
+    for (const Step& s : steps) {
+      if (s.link >= 0) t = reserve(links_[static_cast<std::size_t>(s.link)], t);
+      t += s.latency;
+    }
+    return t;
+  }
 
   const topo::Topology& topo_;
   const sim::Simulator& sim_;

@@ -32,6 +32,16 @@ class LinkTimeline {
       book_between(start, length);
     }
   }
+  /// The uncontended case of earliest() and book() in one: drops the
+  /// bookings ended by `now` and, when the port is free from `ready` on,
+  /// books [ready, ready + length) and returns true; false (nothing booked)
+  /// when a booking ends after `ready`.
+  bool book_if_free(sim::Tick now, sim::Tick ready, sim::Tick length) {
+    forget_before(now);
+    if (!busy_.empty() && busy_.back().second > ready) return false;
+    book(ready, length);
+    return true;
+  }
   /// Drops the bookings that ended at or before `now`: simulated time only
   /// moves forward and no message is ready before it, so they cannot matter.
   void forget_before(sim::Tick now) {
