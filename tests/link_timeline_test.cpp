@@ -38,3 +38,19 @@ TEST_CASE("a link timeline forgets ended bookings and never joins a new booking 
   CHECK(t.earliest(50, 10) == 50);
   CHECK(t.earliest(55, 10) == 70);
 }
+
+TEST_CASE("a link timeline books a message at its ready time only when nothing booked ends after it", "[interconnect]") {
+  LinkTimeline t;
+  CHECK(t.book_if_free(0, 100, 10));  // empty: booked at 100..110
+  CHECK(t.earliest(100, 1) == 110);
+  CHECK(t.book_if_free(0, 110, 10));  // touching the last: joined, 100..120
+  CHECK(t.bookings() == 1);
+  CHECK_FALSE(t.book_if_free(0, 115, 10));  // 100..120 ends after 115: nothing booked
+  CHECK(t.bookings() == 1);
+  CHECK(t.earliest(115, 10) == 120);
+  CHECK_FALSE(t.book_if_free(0, 50, 10));  // a gap before a booking is earliest()'s to find, not this
+  CHECK(t.earliest(50, 10) == 50);
+  CHECK(t.book_if_free(120, 130, 5));  // 100..120 ended at now = 120: dropped, then 130..135 booked
+  CHECK(t.bookings() == 1);
+  CHECK(t.earliest(130, 1) == 135);
+}

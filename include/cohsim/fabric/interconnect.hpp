@@ -92,8 +92,7 @@ class Interconnect {
   /// The path from endpoint a to b (computed on first use and kept: memory
   /// follows the endpoint pairs that talk, not endpoints squared).
   const Path& path(int a, int b) {
-    if (dense_stride_ == 0) [[unlikely]]
-      return find_or_build_path(a, b);
+    if (dense_stride_ == 0) return find_or_build_path(a, b);  // a machine too large for the direct index
     const Path*& slot = dense_paths_[static_cast<std::size_t>(a) * dense_stride_ + static_cast<std::size_t>(b)];
     if (slot == nullptr) [[unlikely]]
       slot = &find_or_build_path(a, b);  // (paths_ keeps its elements in place)
@@ -174,7 +173,8 @@ class Interconnect {
     }
     return reserve_contended(l, ready);
   }
-  /// reserve() when the first port is busy at `ready` (its ended bookings dropped).
+  /// reserve() when a booking of the first port ends after `ready` (the
+  /// port's ended bookings dropped): the earliest slot of the port free first.
   Tick reserve_contended(Link& l, Tick ready);
   /// Walks `steps` from time t, booking each link; returns the arrival time.
   Tick walk(const std::vector<Step>& steps, Tick t) {
