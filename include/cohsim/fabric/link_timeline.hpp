@@ -14,10 +14,12 @@ namespace cohsim::fabric {
 /// Busy intervals [start, end) of one link port, sorted, disjoint, touching ones merged.
 class LinkTimeline {
  public:
+  /// True when no booking ends after `ready`: the port is free from then on.
+  bool free_from(sim::Tick ready) const { return busy_.empty() || busy_.back().second <= ready; }
   /// The earliest start at or after `ready` of a free slot `length` long.
   sim::Tick earliest(sim::Tick ready, sim::Tick length) const {
     // Most messages find nothing booked after their ready time.
-    if (busy_.empty() || busy_.back().second <= ready) return ready;
+    if (free_from(ready)) return ready;
     return earliest_between(ready, length);
   }
   /// Books [start, start + length); `start` must come from earliest() with the same length.
@@ -38,7 +40,7 @@ class LinkTimeline {
   /// when a booking ends after `ready`.
   bool book_if_free(sim::Tick now, sim::Tick ready, sim::Tick length) {
     forget_before(now);
-    if (!busy_.empty() && busy_.back().second > ready) return false;
+    if (!free_from(ready)) return false;
     book(ready, length);
     return true;
   }
