@@ -490,6 +490,63 @@ struct Plan {
 
 }  // namespace
 
+TEST_CASE("a delay ends without an event only when no event is queued at or before its end", "[sim]") {
+  // delay() decides this from the queue slot of the delay's end (an event
+  // in the same slot, even a later one, sends the delay the event's way):
+  // check the decision against the queued times themselves, with queue
+  // bases and distances of every magnitude (0 to 8 bytes apart), and ends
+  // near the earliest queued time, where the answer turns.
+  std::mt19937_64 rng(2026);
+  int may = 0, did = 0;
+  auto after = [&](Tick from) {  // a time after `from`, 1 to 8 bytes away
+    const unsigned bits = 1 + static_cast<unsigned>(rng() % 64);
+    const Tick room = kNever - from;
+    const Tick span = bits == 64 ? room : std::min(Tick{1} << bits, room);
+    return from + 1 + rng() % span;
+  };
+  struct Go {
+    Simulator* sim;
+    Signal* signal;
+    static void fire(void* ctx, std::uint64_t) {
+      auto* g = static_cast<Go*>(ctx);
+      g->signal->notify_all(*g->sim);
+    }
+    static void nothing(void*, std::uint64_t) {}
+  };
+  for (int trial = 0; trial < 1000; ++trial) {
+    Simulator sim;
+    Signal signal;
+    Go go{&sim, &signal};
+    const Tick base = (rng() >> (rng() % 64)) >> 1;  // the tick the process resumes at, from the queue
+    bool inlined = false, expected = false;
+    Tick earliest = kNever, end = 0;
+    auto process = [&]() -> Task<void> {
+      co_await signal.wait(sim, "go");
+      for (int n = static_cast<int>(rng() % 4); n > 0; --n) {
+        const Tick t = after(base);
+        sim.schedule(t, &Go::nothing, nullptr);
+        earliest = std::min(earliest, t);
+      }
+      const Tick k = rng() % 4;
+      end = k < 3 && earliest != kNever ? std::max(base, earliest - 1 + k) : rng() % 8 == 0 ? base : after(base);
+      expected = earliest > end && end != kNever;
+      const std::uint64_t before = sim.delays_taken_inline();
+      co_await sim.delay(end - base);
+      REQUIRE(sim.now() == end);
+      inlined = sim.delays_taken_inline() > before;
+    };
+    sim.spawn("p", process());
+    sim.schedule(base, &Go::fire, &go);
+    sim.run();
+    INFO("trial " << trial << " base " << base << " earliest " << earliest << " end " << end);
+    REQUIRE((!inlined || expected));
+    if (earliest == kNever) REQUIRE(inlined == expected);  // nothing queued: always inline
+    may += expected ? 1 : 0;
+    did += inlined ? 1 : 0;
+  }
+  REQUIRE(did * 2 > may);  // where it may, it mostly does (the ends crowd the earliest time)
+}
+
 TEST_CASE("events of one far tick run in scheduling order, also those scheduled after the queue moved closer",
           "[sim]") {
   // t is 5 bytes away from 0: its events start in the queue's top level and

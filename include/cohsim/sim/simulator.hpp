@@ -169,20 +169,21 @@ class EventRing {
 class FutureEvents {
  public:
   Tick base() const { return base_; }
-  /// A lower bound of the earliest queued time (kNever when empty): the
-  /// earliest slot's first possible time.
-  Tick earliest_bound() const {
-    if (occupied_words_ == 0) return kNever;
-    const unsigned i = earliest_slot();
-    const unsigned shift = 8 * (i / kSlots);  // the slot's level, in bits
-    // The base's bytes above the level, the slot's byte at it, zeros below.
-    const Tick above = shift + 8 < 64 ? base_ >> (shift + 8) << (shift + 8) : 0;
-    return above | Tick{i % kSlots} << shift;
-  }
   bool empty() const { return occupied_words_ == 0; }
+  /// The slot of time t (> base()): slots are ordered as the times they
+  /// hold (every time of a lower slot is earlier than every time of a
+  /// higher one), and each time has one.
+  unsigned slot_of(Tick t) const {
+    const unsigned level = static_cast<unsigned>(std::bit_width(t ^ base_) - 1) / 8;
+    return level * kSlots + static_cast<unsigned>(t >> (8 * level) & (kSlots - 1));
+  }
+  /// True when every queued time is after every time of slot i (the queue
+  /// is empty, or its earliest slot is higher).
+  bool all_after_slot(unsigned i) const { return occupied_words_ == 0 || i < earliest_slot(); }
   /// Queues e (e.at > base()).
-  [[gnu::always_inline]] void push(const Event& e) {
-    const unsigned i = slot_of(e.at);
+  [[gnu::always_inline]] void push(const Event& e) { push(slot_of(e.at), e); }
+  /// Queues e in slot i = slot_of(e.at).
+  [[gnu::always_inline]] void push(unsigned i, const Event& e) {
     slots_[i].push_back(e);
     slot_words_[i / 64] |= std::uint64_t{1} << (i % 64);
     occupied_words_ |= std::uint32_t{1} << (i / 64);
@@ -198,11 +199,6 @@ class FutureEvents {
   unsigned earliest_slot() const {
     const unsigned w = static_cast<unsigned>(std::countr_zero(occupied_words_));
     return w * 64 + static_cast<unsigned>(__builtin_ctzll(slot_words_[w]));  // the word is not 0
-  }
-  /// Level * kSlots + slot of time t (> base_).
-  unsigned slot_of(Tick t) const {
-    const unsigned level = static_cast<unsigned>(std::bit_width(t ^ base_) - 1) / 8;
-    return level * kSlots + static_cast<unsigned>(t >> (8 * level) & (kSlots - 1));
   }
   Tick base_ = 0;
   std::uint32_t occupied_words_ = 0;  // bit w set iff slot_words_[w] != 0
@@ -352,7 +348,9 @@ class Simulator {
   /// the process is not suspended: time moves to the end and it goes on, as
   /// if its wake-up event had run (it is counted as one). The order of every
   /// event and every result are those of the suspended path.
-  auto delay(Tick d) {
+  /// (Always inline: its callers are coroutines, whose registers are saved
+  /// at every resumption anyway; a call saved and restored six more.)
+  [[gnu::always_inline]] auto delay(Tick d) {
     // The wait is recorded and its timeout scheduled here, so that the
     // awaiter the coroutine frame keeps is one pointer (nullptr when the
     // delay was taken inline).
@@ -364,11 +362,30 @@ class Simulator {
     };
     Process* p = record_wait(kDelayWait, 0);
     const Tick at = now_ + d;
-    if (delay_is_next_event(at)) {
+    if (at < now_) [[unlikely]]
+      schedule_in_past(at);  // wrapped around
+    const Event timeout{at, &Simulator::timeout_event, p, p->wait_id_ + 1};
+    // It is the next event when the current tick has no other and the
+    // future queue none at or before `at`, and the loop has nothing to do
+    // before it (may_end_delay_inline). The slot of `at` answers the second
+    // test, conservatively (a queued event in the same slot, even a later
+    // one, sends the delay the event's way: same results), and is where the
+    // event goes otherwise.
+    if (at != future_.base()) [[likely]] {  // base <= now_ <= at: later than the queue's base
+      const unsigned slot = future_.slot_of(at);
+      if (current_tick_.empty() && future_.all_after_slot(slot) && may_end_delay_inline(at)) {
+        take_delay_inline(p, at);
+        return Awaiter{nullptr};
+      }
+      future_.push(slot, timeout);
+      return Awaiter{p};
+    }
+    // A zero delay at the queue's base: every queued time is later.
+    if (current_tick_.empty() && may_end_delay_inline(at)) {
       take_delay_inline(p, at);
       return Awaiter{nullptr};
     }
-    schedule(at, &Simulator::timeout_event, p, p->wait_id_ + 1);
+    current_tick_.push_back(timeout);
     return Awaiter{p};
   }
 
@@ -409,7 +426,7 @@ class Simulator {
   /// Schedules p's resumption now for a wait id known to be current.
   /// (While events run, the queue's base is nearly always now_: the wake-up
   /// goes straight to current_tick_.)
-  void wake_current_wait(Process* p, std::uint64_t wait_id) {
+  [[gnu::always_inline]] void wake_current_wait(Process* p, std::uint64_t wait_id) {
     if (future_.base() == now_) [[likely]]
       current_tick_.push_back(Event{now_, &Simulator::resume_event, p, wait_id});
     else
@@ -422,19 +439,15 @@ class Simulator {
   [[noreturn]] void await_outside_process(std::string_view what) const;
   [[noreturn]] void watchdog_fail(const std::string& why) const;
   void reap_done_processes();
-  /// True when an event at `at` scheduled now would be the next one run(),
-  /// as it stands, executes, with no check of its own due before it: the
-  /// current tick has no other event, the future queue none at or before
-  /// `at`, the run may go on (no stop, no end, no reaping due) up to `at`,
-  /// the progress watchdog would not fire there, the next event is not
-  /// one after which the loop runs its hook or livelock check, and inline
-  /// delays are on.
-  bool delay_is_next_event(Tick at) const {
-    // The two queue tests first: they decide nearly always.
-    // (at < now_: a delay that wrapped around, which the event path reports
-    // as scheduled in the past.)
-    return current_tick_.empty() && future_.earliest_bound() > at && at >= now_ && !halt_check_ &&
-           !reap_due_ && at < inline_end_ && events_executed() + 1 < check_at_ &&
+  /// With the queues holding no event at or before `at` (delay() tests
+  /// them), true when an event at `at` scheduled now would be the next one
+  /// run(), as it stands, executes, with no check of its own due before it:
+  /// the run may go on (no stop, no end, no reaping due) up to `at`, the
+  /// progress watchdog would not fire there, the next event is not one
+  /// after which the loop runs its hook or livelock check, and inline delays
+  /// are on.
+  bool may_end_delay_inline(Tick at) const {
+    return !halt_check_ && !reap_due_ && at < inline_end_ && events_executed() + 1 < check_at_ &&
            at - last_progress_ <= max_time_without_progress_;
   }
   /// The events from the next one on are a new tick's (for the livelock count).
@@ -465,7 +478,7 @@ class Simulator {
   std::uint64_t delays_inline_ = 0;  // delays taken inline (each counts as an event)
   bool inline_delays_on_ = true;
   // The run loop's limits and event counts, as members so that a delay taken
-  // inline keeps them as the loop would (see delay_is_next_event).
+  // inline keeps them as the loop would (see may_end_delay_inline).
   Tick inline_end_ = 0;  // delays end inline before this time (set by run(); processes run only inside it)
   Tick max_time_without_progress_ = kNever;
   std::uint64_t per_tick_ = 0;    // the livelock limit + 1
@@ -563,7 +576,9 @@ inline void Simulator::wake(Process* p, std::uint64_t wait_id) {
   if (p->wait_id_ == wait_id && (wait_id & 1) != 0) wake_current_wait(p, wait_id);
 }
 
-inline std::size_t Signal::notify_all(Simulator& sim) {
+// Always inline: a few compares where the signal has one waiter or none
+// (the compiler's own choice varies with the size of its callers).
+[[gnu::always_inline]] inline std::size_t Signal::notify_all(Simulator& sim) {
   if (first_.p == nullptr) return 0;
   std::size_t n = 0;
   if (first_.p->wait_id_ == first_.id) {  // first_.id is a wait's (odd) id: still waiting
