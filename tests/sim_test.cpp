@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -491,14 +492,16 @@ struct Plan {
 }  // namespace
 
 TEST_CASE("a delay ends without an event only when no event is queued at or before its end", "[sim]") {
-  // delay() decides this from the queue slot of the delay's end (an event
-  // in the same slot, even a later one, sends the delay the event's way):
-  // check the decision against the queued times themselves, with queue
-  // bases and distances of every magnitude (0 to 8 bytes apart), and ends
-  // near the earliest queued time, where the answer turns.
+  // delay() decides this from the queue slot of the delay's end: an event in
+  // a lower or the same slot (even a later one) sends the delay the event's
+  // way, and one in a higher slot does not. Check the decision against the
+  // queued times themselves, with queue bases and distances of every
+  // magnitude (0 to 8 bytes apart) and ends next to the earliest queued
+  // time, where the answer turns; each process delays twice, the second
+  // time with the queue's base behind the current time when the first
+  // delay ended without an event.
   std::mt19937_64 rng(2026);
-  int may = 0, did = 0;
-  auto after = [&](Tick from) {  // a time after `from`, 1 to 8 bytes away
+  auto after = [&](Tick from) {  // a time after `from` (< kNever), 1 to 8 bytes away
     const unsigned bits = 1 + static_cast<unsigned>(rng() % 64);
     const Tick room = kNever - from;
     const Tick span = bits == 64 ? room : std::min(Tick{1} << bits, room);
@@ -513,38 +516,66 @@ TEST_CASE("a delay ends without an event only when no event is queued at or befo
     }
     static void nothing(void*, std::uint64_t) {}
   };
+  struct Seen {
+    Tick queue_base, end, earliest;  // earliest: of the events queued after the delay's start
+    bool queued, inlined;
+  };
+  std::vector<Seen> seen;
   for (int trial = 0; trial < 1000; ++trial) {
     Simulator sim;
     Signal signal;
     Go go{&sim, &signal};
     const Tick base = (rng() >> (rng() % 64)) >> 1;  // the tick the process resumes at, from the queue
-    bool inlined = false, expected = false;
-    Tick earliest = kNever, end = 0;
+    std::vector<Tick> times;
+    // One delay from now to an end picked near the earliest queued time or anywhere after now.
+    auto one_delay = [&](Tick queue_base) -> Task<void> {
+      Seen d{queue_base, 0, kNever, false, false};
+      for (Tick t : times)
+        if (t > sim.now()) {
+          d.earliest = std::min(d.earliest, t);
+          d.queued = true;
+        }
+      const Tick k = rng() % 4;
+      if (k < 3 && d.queued)
+        d.end = std::max(sim.now(), d.earliest - 1 + (d.earliest > kNever - 2 ? 0 : k));
+      else
+        d.end = rng() % 8 == 0 || sim.now() == kNever ? sim.now() : after(sim.now());
+      const std::uint64_t before = sim.delays_taken_inline();
+      co_await sim.delay(d.end - sim.now());
+      d.inlined = sim.delays_taken_inline() > before;
+      seen.push_back(d);
+    };
     auto process = [&]() -> Task<void> {
       co_await signal.wait(sim, "go");
       for (int n = static_cast<int>(rng() % 4); n > 0; --n) {
-        const Tick t = after(base);
-        sim.schedule(t, &Go::nothing, nullptr);
-        earliest = std::min(earliest, t);
+        times.push_back(after(base));
+        sim.schedule(times.back(), &Go::nothing, nullptr);
       }
-      const Tick k = rng() % 4;
-      end = k < 3 && earliest != kNever ? std::max(base, earliest - 1 + k) : rng() % 8 == 0 ? base : after(base);
-      expected = earliest > end && end != kNever;
-      const std::uint64_t before = sim.delays_taken_inline();
-      co_await sim.delay(end - base);
-      REQUIRE(sim.now() == end);
-      inlined = sim.delays_taken_inline() > before;
+      co_await one_delay(base);
+      // The queue's base stays behind when the delay ended without an event.
+      co_await one_delay(seen.back().inlined ? base : sim.now());
     };
     sim.spawn("p", process());
     sim.schedule(base, &Go::fire, &go);
     sim.run();
-    INFO("trial " << trial << " base " << base << " earliest " << earliest << " end " << end);
-    REQUIRE((!inlined || expected));
-    if (earliest == kNever) REQUIRE(inlined == expected);  // nothing queued: always inline
-    may += expected ? 1 : 0;
-    did += inlined ? 1 : 0;
   }
-  REQUIRE(did * 2 > may);  // where it may, it mostly does (the ends crowd the earliest time)
+  int inline_lower_level = 0;
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    const Seen& d = seen[i];
+    INFO("delay " << i << " queue base " << d.queue_base << " end " << d.end << " earliest " << d.earliest
+                  << (d.queued ? "" : " (nothing queued)"));
+    if (d.inlined) REQUIRE((!d.queued || d.earliest > d.end));
+    if (!d.queued && d.end != kNever) REQUIRE(d.inlined);
+    if (d.end == d.queue_base) REQUIRE(d.inlined);  // every queued time is later
+    // The end's level (its highest byte that differs from the queue's base)
+    // below the earliest event's: a lower slot.
+    auto level = [&](Tick t) { return (std::bit_width(t ^ d.queue_base) - 1) / 8; };
+    if (d.queued && d.end != d.queue_base && level(d.end) < level(d.earliest)) {
+      REQUIRE(d.inlined);
+      ++inline_lower_level;
+    }
+  }
+  REQUIRE(inline_lower_level > 50);  // the case is exercised
 }
 
 TEST_CASE("events of one far tick run in scheduling order, also those scheduled after the queue moved closer",

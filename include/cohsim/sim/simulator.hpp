@@ -349,7 +349,8 @@ class Simulator {
   /// if its wake-up event had run (it is counted as one). The order of every
   /// event and every result are those of the suspended path.
   /// (Always inline: its callers are coroutines, whose registers are saved
-  /// at every resumption anyway; a call saved and restored six more.)
+  /// at every resumption anyway; the call saved and restored six more
+  /// registers.)
   [[gnu::always_inline]] auto delay(Tick d) {
     // The wait is recorded and its timeout scheduled here, so that the
     // awaiter the coroutine frame keeps is one pointer (nullptr when the
