@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
+#include <optional>
+#include <vector>
 
 #include "cli.hpp"
 #include "cohsim/sim/random.hpp"
@@ -158,7 +160,7 @@ sim::Task<void> tester(cpu::Cpu& c, const std::vector<fabric::Addr>& lines, int 
         break;
       }
       case 2: {
-        const std::uint64_t v = (static_cast<std::uint64_t>(c.id()) + 1) << 32 | ++written;  // unique
+        const std::uint64_t v = (static_cast<std::uint64_t>(c.id()) + 1) << 32 | ++written;  // unique (CoherenceOrder reads it)
         log->push_back({word, v, true});
         co_await c.store(word, 8, v, order(Order::relaxed, Order::release));
         break;
@@ -186,30 +188,58 @@ sim::Task<void> tester(cpu::Cpu& c, const std::vector<fabric::Addr>& lines, int 
   co_await c.drain_store_buffer();
 }
 
-/// Per word, the place of each value written there in the word's coherence
-/// order (one map entry per write: from the frame pool, not the general allocator).
-using WritePositions = std::unordered_map<std::uint64_t, std::size_t, std::hash<std::uint64_t>, std::equal_to<std::uint64_t>,
-                                          sim::detail::PoolAllocator<std::pair<const std::uint64_t, std::size_t>>>;
-using CoherenceOrder = std::unordered_map<fabric::Addr, WritePositions>;
+/// Where each value the tester stored sits in its word's coherence order. A
+/// store writes a unique value, (CPU id + 1) << 32 | n with n counting from
+/// 1, so the value names its write: per CPU, indexed by n - 1, the word and
+/// the place there (1 for the word's first write). The counter's increments
+/// (values below 2^32) are counted in their word's order and not recorded:
+/// no logged access is of the counter.
+class CoherenceOrder {
+ public:
+  explicit CoherenceOrder(int cpus) : stores_(static_cast<std::size_t>(cpus)) {}
+
+  /// The fabric's write observer: an 8-byte write of v to word a.
+  void wrote(fabric::Addr a, std::uint64_t v) {
+    const std::size_t place = ++writes_[a];
+    if (v >> 32 == 0 || v >> 32 > stores_.size()) return;
+    auto& places = stores_[(v >> 32) - 1];
+    const std::size_t n = v & 0xffffffffu;
+    if (places.size() < n) places.resize(n);
+    if (places[n - 1].place == 0) places[n - 1] = {a, place};  // a value written again keeps its first place
+  }
+
+  /// The place of value v in word a's order (0: the initial value), or
+  /// nothing if no store wrote v there.
+  std::optional<std::size_t> place(fabric::Addr a, std::uint64_t v) const {
+    if (v == 0) return 0;
+    if (v >> 32 == 0 || v >> 32 > stores_.size()) return std::nullopt;
+    const auto& places = stores_[(v >> 32) - 1];
+    const std::size_t n = v & 0xffffffffu;
+    if (n == 0 || n > places.size() || places[n - 1].place == 0 || places[n - 1].word != a) return std::nullopt;
+    return places[n - 1].place;
+  }
+
+ private:
+  struct Place {
+    fabric::Addr word = 0;
+    std::size_t place = 0;  // 0: not written
+  };
+  std::unordered_map<fabric::Addr, std::size_t> writes_;  // per word: its writes so far
+  std::vector<std::vector<Place>> stores_;                 // per CPU id
+};
 
 /// Per-location coherence of one CPU's accesses, in program order, against
-/// the order its words' writes entered (`position`: 0 for the initial value):
-/// reads never go back (CoRR), a read after the CPU's own write sees it or a
-/// later one (CoWR), and a write comes after everything the CPU read or wrote
-/// there before (CoRW, CoWW). Returns the first violation, or "".
-std::string check_per_location(int cpu, const std::vector<Access>& log,
-                               const CoherenceOrder& position) {
+/// the order its words' writes entered (`order`): reads never go back (CoRR),
+/// a read after the CPU's own write sees it or a later one (CoWR), and a write
+/// comes after everything the CPU read or wrote there before (CoRW, CoWW).
+/// Returns the first violation, or "".
+std::string check_per_location(int cpu, const std::vector<Access>& log, const CoherenceOrder& order) {
   std::unordered_map<fabric::Addr, std::size_t> floor;  // per word: the latest position this CPU has seen or made
   for (std::size_t i = 0; i < log.size(); ++i) {
     const Access& e = log[i];
-    std::size_t pos = 0;
-    if (e.value != 0) {
-      auto w = position.find(e.word);
-      auto v = w == position.end() ? decltype(w->second)::const_iterator{} : w->second.find(e.value);
-      if (w == position.end() || v == w->second.end())
-        return fmt::format("cpu {} access {} of {:#x}: value {:#x} was never written", cpu, i, e.word, e.value);
-      pos = v->second;
-    }
+    const std::optional<std::size_t> place = order.place(e.word, e.value);
+    if (!place) return fmt::format("cpu {} access {} of {:#x}: value {:#x} was never written", cpu, i, e.word, e.value);
+    const std::size_t pos = *place;
     std::size_t& f = floor[e.word];
     if (e.write ? pos <= f : pos < f)
       return fmt::format("cpu {} access {} ({} of {:#x}, value {:#x}) is at position {} of the word's coherence order, "
@@ -262,11 +292,9 @@ int cmd_selftest(const std::vector<std::string>& args) {
   fabric::Addr counter = m.memory().alloc(0, 64, 64, "selftest.counter");
   std::vector<std::uint64_t> incs(static_cast<std::size_t>(cpus), 0);
   std::vector<std::vector<Access>> logs(static_cast<std::size_t>(cpus));
-  CoherenceOrder position;
+  CoherenceOrder position(m.cpu_count());
   m.fabric().set_write_observer([&](fabric::Addr a, int size, std::uint64_t v) {
-    if (size != 8) return;
-    auto& order = position[a];  // one look-up of the word per write
-    order.emplace(v, order.size() + 1);
+    if (size == 8) position.wrote(a, v);
   });
   sim::RandomStream jitter(seed, "selftest.jitter");
   const int stride = std::max(1, m.cpu_count() / cpus);
@@ -275,6 +303,7 @@ int cmd_selftest(const std::vector<std::string>& args) {
     int c = (i * stride) % m.cpu_count();
     ids.push_back(c);
     m.cpu(c).set_jitter(&jitter, 300 * sim::kNs);  // more interleavings of the same program
+    logs[static_cast<std::size_t>(i)].reserve(static_cast<std::size_t>(ops));  // at most an access per op
     m.sim().spawn(fmt::format("cpu{} tester", c), tester(m.cpu(c), lines, ops, seed, &incs[static_cast<std::size_t>(i)],
                                                         counter, &logs[static_cast<std::size_t>(i)]));
   }
