@@ -83,6 +83,8 @@ std::vector<BadInput> bad_inputs() {
       // Boost would expand %value% in its own message forever; the user's '%' shows as U+FF05.
       {"an option value that looks like a message placeholder", nothing, "--seed %value%",
        {"--seed", "\uFF05value\uFF05", "is invalid"}},
+      // Boost reads "-1" for a 64-bit unsigned option as 2^64 - 1.
+      {"a negative seed", nothing, "--seed -1", {"--seed", "'-1'", "is invalid"}},
       {"absurd CPU count (a million)",
        [](json&, json& p, const TempDir&) {
          set_value(p, "topology.sockets", 64);
@@ -129,6 +131,36 @@ TEST_CASE("every kind of bad input is refused with exit 2, an error naming file 
       table << "| " << c.kind << " | `" << line << "` |\n";
     }
   }
+}
+
+TEST_CASE("topo and selftest refuse a platform that run refuses: a key nobody reads, a cache level the tester replaces",
+          "[cli][config]") {
+  TempDir dir;
+  json typo = platform_json();
+  typo["interconnect"]["socket"]["link"] = "ring";  // for "links"
+  dir.write("typo.json", typo.dump(1));
+  json bad_cache = platform_json();
+  set_value(bad_cache, "caches.l1d.assoc", 8.5);  // the tester runs with 2 ways, but the file is wrong
+  dir.write("bad-cache.json", bad_cache.dump(1));
+  struct Case {
+    std::string command, says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"topo " + quoted(dir.file("typo.json")), "platform.interconnect.socket.link"},
+           {"selftest coherence --cpus 2 --ops 10 --platform " + quoted(dir.file("typo.json")),
+            "platform.interconnect.socket.link"},
+           {"selftest coherence --cpus 2 --ops 10 --platform " + quoted(dir.file("bad-cache.json")),
+            "platform.caches.l1d.assoc"},
+           {"selftest coherence --cpus 2 --ops 10 --seed -1", "'-1'"},
+           {"selftest coherence --cpus 2 --ops 0", "--ops"},
+           {"selftest coherence --cpus 2 --lines 4097", "--lines"}}) {
+    INFO(c.command);
+    const auto r = run_cli(c.command);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains(c.says));
+  }
+  CHECK(run_cli("selftest coherence -q --cpus 2 --ops 10 --seed 18446744073709551615").exit_code == 0);  // the largest
 }
 
 TEST_CASE("the exported JSON Schema accepts every shipped platform and scenario", "[cli][config]") {

@@ -53,6 +53,14 @@ void check_sets_keep_variants(const scenario::LoadedScenario& s, const std::vect
 std::optional<boost::program_options::variables_map> parse_command_line(
     const std::vector<std::string>& args, const boost::program_options::options_description& visible,
     std::string& positional, const std::string& what);
+/// A 64-bit unsigned option value (a seed): decimal digits only. (Boost
+/// reads "-1" for a std::uint64_t as 2^64 - 1, silently.)
+struct Unsigned64 {
+  std::uint64_t value = 0;
+};
+/// Boost.Program_options' parser for Unsigned64 (found by argument-dependent
+/// look-up): anything but digits that fit is an invalid value (exit 2).
+void validate(boost::any& out, const std::vector<std::string>& values, Unsigned64*, int);
 /// Sets the log level for -q/-v (the same for every command); both at once is bad input.
 void apply_verbosity(bool quiet, bool verbose);
 /// Writes `text` to `path` atomically (temporary file, then rename).

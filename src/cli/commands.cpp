@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -40,6 +41,15 @@ std::optional<po::variables_map> parse_command_line(const std::vector<std::strin
     return std::nullopt;
   }
   return vm;
+}
+
+void validate(boost::any& out, const std::vector<std::string>& values, Unsigned64*, int) {
+  po::validators::check_first_occurrence(out);
+  const std::string& s = po::validators::get_single_string(values);
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);  // no sign, no space
+  if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) throw po::invalid_option_value(s);
+  out = Unsigned64{v};
 }
 
 namespace {
@@ -231,7 +241,7 @@ struct CommonOptions {
 void add_common(po::options_description& d, CommonOptions& o) {
   d.add_options()
       ("set", po::value(&o.sets)->composing(), "override a parameter: KEY=VALUE (params.KEY, or platform.PATH); repeatable")
-      ("seed", po::value<std::uint64_t>(), "seed of the named random sources (default: the scenario's)")
+      ("seed", po::value<Unsigned64>(), "seed of the named random sources (default: the scenario's)")
       ("json", po::value(&o.json_out), "write the results document to FILE (atomically)")
       ("verbose,v", po::bool_switch(&o.verbose), "debug logging")
       ("quiet,q", po::bool_switch(&o.quiet), "print only the results (the metrics) and errors: no progress");
@@ -266,7 +276,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!parsed) return kOk;
   po::variables_map& vm = *parsed;
   if (scenario_path.empty()) throw po::error("missing SCENARIO (a file under configs/scenarios/)");
-  if (vm.count("seed")) common.seed = vm["seed"].as<std::uint64_t>();
+  if (vm.count("seed")) common.seed = vm["seed"].as<Unsigned64>().value;
   apply_logging(common);
   if (!trace_window.empty()) {
     auto colon = trace_window.find(':');

@@ -33,7 +33,7 @@ bool parse_compare_like(const std::vector<std::string>& args, CompareOptions& o,
                         const char* what, bool with_sensitivity_flag, bool* sensitivity) {
   po::options_description d(usage);
   d.add_options()("help,h", "this help")("set", po::value(&o.sets)->composing(), "override: KEY=VALUE (repeatable)")(
-      "seed", po::value<std::uint64_t>(), "seed (default: the scenario's)")(
+      "seed", po::value<Unsigned64>(), "seed (default: the scenario's)")(
       "variants", po::value(&o.variants_csv), "comma-separated variants (default: all, baseline first)")(
       "seeds", po::value(&o.seeds),
       "run each variant with N seeds (the seed, seed+1, ...): the table shows medians, the report min..max")(
@@ -61,7 +61,7 @@ bool parse_compare_like(const std::vector<std::string>& args, CompareOptions& o,
   if (!vm) return false;
   if (o.scenario.empty()) throw po::error("missing SCENARIO");
   apply_verbosity(o.quiet, o.verbose);
-  if (vm->count("seed")) o.seed = (*vm)["seed"].as<std::uint64_t>();
+  if (vm->count("seed")) o.seed = (*vm)["seed"].as<Unsigned64>().value;
   return true;
 }
 

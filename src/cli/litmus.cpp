@@ -16,13 +16,14 @@ int cmd_litmus(const std::vector<std::string>& args) {
   options.aarch64_platform = source_dir() + "/configs/platforms/kunpeng920.json";
   options.x86_platform = source_dir() + "/configs/platforms/skylake-sp-2s.json";
   std::string platform, kinds_file, json_file;
+  Unsigned64 seed;
   std::vector<std::string> paths;
   po::options_description d("cohsim litmus [options] PATH...");
   d.add_options()("help,h", "this help")(
       "platform", po::value(&platform),
       "platform file for every test (default: configs/platforms/kunpeng920.json for AArch64 tests, "
       "skylake-sp-2s.json for x86 tests)")("runs", po::value(&options.runs)->default_value(1000), "runs per test")(
-      "seed", po::value(&options.seed)->default_value(1), "seed of the named random streams litmus.home, litmus.start, litmus.jitter, litmus.branch")(
+      "seed", po::value(&seed)->default_value(Unsigned64{1}, "1"), "seed of the named random streams litmus.home, litmus.start, litmus.jitter, litmus.branch")(
       "kinds", po::value(&kinds_file),
       "herd kinds file (NAME Allowed|Forbidden|Required per line); default: the kinds.txt of each directory "
       "PATH or @list's directory")("json", po::value(&json_file), "write the results as JSON (atomically)");
@@ -35,6 +36,7 @@ int cmd_litmus(const std::vector<std::string>& args) {
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
   po::notify(vm);
+  options.seed = seed.value;
   if (vm.count("help")) {
     std::cout << "Runs herd7-format litmus tests (AArch64; x86 as X86 or X86_64) on the simulated cores of a\n"
                  "platform: each test N times on fresh addresses, its threads spread over the machine's cores,\n"

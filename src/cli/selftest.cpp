@@ -254,12 +254,12 @@ std::string check_per_location(int cpu, const std::vector<Access>& log, const Co
 int cmd_selftest(const std::vector<std::string>& args) {
   std::string what, platform = source_dir() + "/configs/platforms/kunpeng920.json";
   int cpus = 8, ops = 0, nlines = 8;
-  std::uint64_t seed = 1;
+  Unsigned64 seed_option{1};
   bool quiet = false;
   po::options_description d("cohsim selftest coherence [options]");
   d.add_options()("help,h", "this help")("cpus", po::value(&cpus), "CPUs taking part (spread over the machine)")(
       "ops", po::value(&ops), "operations per CPU (default: 160,000 in all, at least 100 per CPU)")("lines", po::value(&nlines), "shared lines (false sharing: 8 words each)")(
-      "seed", po::value(&seed), "seed")("platform", po::value(&platform), "platform file")(
+      "seed", po::value(&seed_option), "seed (default 1)")("platform", po::value(&platform), "platform file")(
       "quiet,q", po::bool_switch(&quiet), "summary only");
   auto parsed = parse_command_line(
       args, d, what,
@@ -270,7 +270,13 @@ int cmd_selftest(const std::vector<std::string>& args) {
       "accesses in program order (CoRR, CoWR, CoRW, CoWW). Exit 1 on a violation or deadlock.");
   if (!parsed) return kOk;
   if (what != "coherence") throw po::error("usage: cohsim selftest coherence [options]");
+  const std::uint64_t seed = seed_option.value;
   auto doc = scenario::load_platform(platform);
+  {  // The cache levels as the file has them, checked as a run reads them, before they are replaced.
+    config::Registry as_written;
+    config::Reader root(&doc.doc, doc.file, "platform", &as_written, /*sourced=*/true);
+    scenario::read_fabric_params(root);
+  }
   // Tiny private caches force evictions and their races.
   for (const char* level : {"l1d", "l2"}) {
     if (doc.doc.contains("caches") && doc.doc["caches"].contains(level)) {
@@ -280,10 +286,12 @@ int cmd_selftest(const std::vector<std::string>& args) {
   }
   config::Registry reg;
   scenario::Machine m(doc, seed, reg);
+  m.check_platform_fully_read();  // a mistyped key would test a machine the file does not describe
   if (cpus < 1 || cpus > m.cpu_count())
     throw config::ConfigError("--cpus", "", fmt::format("must be 1..{} on {}", m.cpu_count(), m.name()));
   if (!parsed->count("ops")) ops = std::max(100, 160000 / cpus);  // a big machine's run stays short
-  if (ops < 1 || nlines < 1 || nlines > 4096) throw config::ConfigError("--ops/--lines", "", "must be positive (lines at most 4096)");
+  if (ops < 1) throw config::ConfigError("--ops", "", fmt::format("{}: must be at least 1", ops));
+  if (nlines < 1 || nlines > 4096) throw config::ConfigError("--lines", "", fmt::format("{}: must be 1..4096", nlines));
   m.fabric().set_checking(true);
   std::vector<fabric::Addr> lines;
   const int nodes = m.topology().node_count();

@@ -28,6 +28,7 @@ int cmd_topo(const std::vector<std::string>& args) {
   if (platform_path.empty()) throw po::error("missing PLATFORM (a file under configs/platforms/)");
   config::Registry reg;
   scenario::Machine m(scenario::load_platform(platform_path), 1, reg);
+  m.check_platform_fully_read();  // a mistyped key would show a machine the file does not describe
   // Model sections (gic, apic, hpet, smmu...) are shown as parameters but not built here.
   const auto& t = m.topology();
   auto& icn = m.interconnect();

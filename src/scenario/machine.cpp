@@ -18,9 +18,7 @@ Machine::Machine(const PlatformDoc& platform, std::uint64_t seed, config::Regist
   topo_ = std::make_unique<topo::Topology>(root_.section("topology", "sockets, dies, clusters, cores, threads"));
   icn_ = std::make_unique<fabric::Interconnect>(
       root_.section("interconnect", "hop classes: latency and per-message occupancy"), *topo_, sim_);
-  fabric::FabricParams fp(root_.section("caches", "cache levels"),
-                          root_.section("coherence", "directory and snoop costs, arbitration"),
-                          root_.section("memory", "DRAM and NUMA nodes"));
+  const fabric::FabricParams fp = read_fabric_params(root_);
   mem_ = std::make_unique<fabric::MemoryMap>(topo_->node_count(), fp.node_capacity);
   fabric_ = std::make_unique<fabric::Fabric>(fp, sim_, *icn_, *mem_, seed);
   // The HPET's section (the x86 clocksource hardware), read once at load for
@@ -58,6 +56,12 @@ Machine::Machine(const PlatformDoc& platform, std::uint64_t seed, config::Regist
 }
 
 Machine::~Machine() = default;
+
+fabric::FabricParams read_fabric_params(config::Reader& root) {
+  return fabric::FabricParams(root.section("caches", "cache levels"),
+                              root.section("coherence", "directory and snoop costs, arbitration"),
+                              root.section("memory", "DRAM and NUMA nodes"));
+}
 
 config::Reader Machine::platform_section(std::string_view key, std::string_view doc, bool optional) {
   return root_.section(key, doc, optional);

@@ -30,6 +30,9 @@ struct PlatformDoc {
 };
 /// Loads a platform file (throws ConfigError).
 PlatformDoc load_platform(const std::string& path);
+/// The fabric's parameters from a platform's root ("caches", "coherence",
+/// "memory"; throws ConfigError): what a Machine reads for its fabric.
+fabric::FabricParams read_fabric_params(config::Reader& root);
 
 class Machine {
  public:
