@@ -132,6 +132,24 @@ TEST_CASE("the 4,096-CPU scaling machine has 64 sockets of 32 cores with HT in 1
   check_big_machine({"scale-4096", 64, 32, 4}, /*latencies=*/false);
 }
 
+TEST_CASE("a machine of more than 64 sockets loads: the scaling machine's chassis with 128 sockets of 16 cores",
+          "[config][big]") {
+  scenario::PlatformDoc doc = scenario::load_platform(platform_path("scale-4096"));
+  doc.doc["topology"]["sockets"]["value"] = 128;
+  doc.doc["topology"]["cores_per_cluster"]["value"] = 16;
+  config::Registry reg;
+  config::Reader root(&doc.doc, doc.file, "platform", &reg, /*sourced=*/true);
+  const topo::Topology t(root.section("topology", "the big machine's shape"));
+  CHECK(t.cpu_count() == 4096);
+  CHECK(t.sockets() == 128);
+  CHECK(t.node_count() == 128);
+  CHECK(t.sockets_per_group() == 4);
+  CHECK(t.cpu(127 * 16).socket == 127);
+  CHECK(t.hop_class(0, 16) == HopClass::socket);              // the next socket of the chassis
+  CHECK(t.hop_class(0, 4 * 16) == HopClass::node_controller);  // the next chassis
+  CHECK(t.hop_class(0, 127 * 16) == HopClass::node_controller);
+}
+
 TEST_CASE("uv-rtc: CPUs on two chassis read their own hubs at once, neither waiting for the other", "[hpet][big]") {
   RtcBench b;
   const int chassis0 = 0, chassis5 = 5 * 4 * 28 + 3;
