@@ -102,10 +102,9 @@ def parse_seeds(seeds, seed_list):
     if seed_list is not None:
         out = []
         for s in split_list(seed_list, "--seed-list"):
-            try:
-                out.append(int(s))
-            except ValueError:
-                raise UsageError("--seed-list: %r is not an integer" % s)
+            if not (s.isascii() and s.isdigit()):  # a seed is a non-negative integer, as cohsim --seed takes it
+                raise UsageError("--seed-list: %r is not a non-negative integer" % s)
+            out.append(int(s))
         return out
     n = 1 if seeds is None else seeds
     if n < 1:

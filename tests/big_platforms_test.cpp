@@ -132,7 +132,8 @@ TEST_CASE("the 4,096-CPU scaling machine has 64 sockets of 32 cores with HT in 1
   check_big_machine({"scale-4096", 64, 32, 4}, /*latencies=*/false);
 }
 
-TEST_CASE("a machine of more than 64 sockets loads: the scaling machine's chassis with 128 sockets of 16 cores",
+TEST_CASE("a topology of more than 64 sockets loads (the scaling machine's chassis with 128 sockets of 16 cores) "
+          "and one of more than 1,024 dies is refused",
           "[config][big]") {
   scenario::PlatformDoc doc = scenario::load_platform(platform_path("scale-4096"));
   doc.doc["topology"]["sockets"]["value"] = 128;
@@ -148,6 +149,13 @@ TEST_CASE("a machine of more than 64 sockets loads: the scaling machine's chassi
   CHECK(t.hop_class(0, 16) == HopClass::socket);              // the next socket of the chassis
   CHECK(t.hop_class(0, 4 * 16) == HopClass::node_controller);  // the next chassis
   CHECK(t.hop_class(0, 127 * 16) == HopClass::node_controller);
+  // 2,048 dies of 2 cores: within the CPU guard, but a route per die pair would take 160 MiB.
+  doc.doc["topology"]["dies_per_socket"]["value"] = 16;
+  doc.doc["topology"]["cores_per_cluster"]["value"] = 2;
+  config::Registry reg2;
+  config::Reader root2(&doc.doc, doc.file, "platform", &reg2, /*sourced=*/true);
+  CHECK_THROWS_WITH(topo::Topology(root2.section("topology", "too many dies")),
+                    Catch::Contains("platform.topology.dies_per_socket") && Catch::Contains("2048 dies in all"));
 }
 
 TEST_CASE("uv-rtc: CPUs on two chassis read their own hubs at once, neither waiting for the other", "[hpet][big]") {

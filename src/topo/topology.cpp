@@ -42,6 +42,9 @@ Topology::Topology(config::Reader r) {
   if (r.schema_mode()) return;
   long long total = static_cast<long long>(core_count()) * threads_per_core_;
   if (total > kMaxCpus) r.fail("sockets", fmt::format("{} CPUs in all: at most {} are supported", total, kMaxCpus));
+  // The interconnect keeps a route per die pair (about 40 bytes each): 1,024 dies is 40 MiB of them.
+  if (const long long dies = static_cast<long long>(sockets_) * dies_per_socket_; dies > kMaxDies)
+    r.fail("dies_per_socket", fmt::format("{} dies in all: at most {} are supported", dies, kMaxDies));
 
   cpus_.resize(static_cast<std::size_t>(total));
   const int cores = core_count();

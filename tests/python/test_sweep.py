@@ -208,6 +208,7 @@ class RunTest(SweepCase):
         cases = [
             (["--param", "cpus"], "NAME=VALUE"),
             (["--param", "cpus=2", "--seeds", "2", "--seed-list", "1"], "either --seeds"),
+            (["--param", "cpus=2", "--seed-list", "1,-1"], "not a non-negative integer"),
             (["--param", "cpus=2", "--set", "cpus=4"], "both swept"),
             (["-j", "0"], "-j must be"),
         ]

@@ -16,6 +16,8 @@ inline constexpr int kHopClasses = 6;
 /// structure scales with the CPUs present (about 40 KiB of host memory per
 /// core before any line is touched; docs/performance.md, "Scale").
 inline constexpr long long kMaxCpus = 16384;
+/// The most dies a machine may have (sockets x dies per socket).
+inline constexpr long long kMaxDies = 1024;
 /// "smt", "cluster", "die", "cross_die", "socket", "node_controller".
 const char* hop_class_name(HopClass c);
 
