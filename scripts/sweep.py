@@ -102,8 +102,8 @@ def parse_seeds(seeds, seed_list):
     if seed_list is not None:
         out = []
         for s in split_list(seed_list, "--seed-list"):
-            if not (s.isascii() and s.isdigit()):  # a seed is a non-negative integer, as cohsim --seed takes it
-                raise UsageError("--seed-list: %r is not a non-negative integer" % s)
+            if not (s.isascii() and s.isdigit()) or int(s) >= 2**64:  # as cohsim --seed takes it
+                raise UsageError("--seed-list: %r is not an integer in 0..2^64-1" % s)
             out.append(int(s))
         return out
     n = 1 if seeds is None else seeds

@@ -208,7 +208,8 @@ class RunTest(SweepCase):
         cases = [
             (["--param", "cpus"], "NAME=VALUE"),
             (["--param", "cpus=2", "--seeds", "2", "--seed-list", "1"], "either --seeds"),
-            (["--param", "cpus=2", "--seed-list", "1,-1"], "not a non-negative integer"),
+            (["--param", "cpus=2", "--seed-list", "1,-1"], "not an integer in 0..2^64-1"),
+            (["--param", "cpus=2", "--seed-list", "18446744073709551616"], "not an integer in 0..2^64-1"),
             (["--param", "cpus=2", "--set", "cpus=4"], "both swept"),
             (["-j", "0"], "-j must be"),
         ]
