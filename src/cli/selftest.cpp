@@ -200,25 +200,35 @@ class CoherenceOrder {
   /// The fabric's write observer: an 8-byte write of v to word a.
   void wrote(fabric::Addr a, std::uint64_t v) {
     const std::size_t place = ++writes_[a];
-    const std::size_t n = v & 0xffffffffu;
-    if (v >> 32 == 0 || v >> 32 > stores_.size() || n == 0) return;
-    auto& places = stores_[(v >> 32) - 1];
-    if (places.size() < n) places.resize(n);
-    if (places[n - 1].place == 0) places[n - 1] = {a, place};  // a value written again keeps its first place
+    const auto store = store_of(v);
+    if (!store) return;
+    auto& places = stores_[store->cpu];
+    if (places.size() <= store->index) places.resize(store->index + 1);
+    Place& p = places[store->index];
+    if (p.place == 0) p = {a, place};  // a value written again keeps its first place
   }
 
   /// The place of value v in word a's order (0: the initial value), or
   /// nothing if no store wrote v there.
   std::optional<std::size_t> place(fabric::Addr a, std::uint64_t v) const {
     if (v == 0) return 0;
-    if (v >> 32 == 0 || v >> 32 > stores_.size()) return std::nullopt;
-    const auto& places = stores_[(v >> 32) - 1];
-    const std::size_t n = v & 0xffffffffu;
-    if (n == 0 || n > places.size() || places[n - 1].place == 0 || places[n - 1].word != a) return std::nullopt;
-    return places[n - 1].place;
+    const auto store = store_of(v);
+    if (!store || store->index >= stores_[store->cpu].size()) return std::nullopt;
+    const Place& p = stores_[store->cpu][store->index];
+    if (p.place == 0 || p.word != a) return std::nullopt;
+    return p.place;
   }
 
  private:
+  struct Store {
+    std::size_t cpu, index;  // index: n - 1
+  };
+  /// The CPU slot and index of a tester store's value, or nothing for any other value.
+  std::optional<Store> store_of(std::uint64_t v) const {
+    const std::uint64_t cpu = v >> 32, n = v & 0xffffffffu;
+    if (cpu == 0 || cpu > stores_.size() || n == 0) return std::nullopt;
+    return Store{static_cast<std::size_t>(cpu - 1), static_cast<std::size_t>(n - 1)};
+  }
   struct Place {
     fabric::Addr word = 0;
     std::size_t place = 0;  // 0: not written
