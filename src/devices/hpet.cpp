@@ -10,7 +10,8 @@ namespace cohsim::devices {
 using config::Spec;
 
 HpetParams::HpetParams(config::Reader r) {
-  socket = static_cast<int>(r.integer("socket", Spec{.doc = "socket whose chipset (PCH) holds the HPET", .min = 0, .max = 1023}));
+  socket = static_cast<int>(r.integer("socket", Spec{.doc = "socket whose chipset (PCH) holds the HPET", .min = 0,
+                                                     .max = topo::kMaxSockets - 1}));
   counter_hz = r.frequency("counter_frequency", Spec{.doc = "main counter frequency", .min = 1e5, .max = 1e9});
   chipset_latency = r.time(
       "chipset_latency", Spec{.doc = "one way between the socket's gateway and the HPET block in the chipset (DMI, PCH)",

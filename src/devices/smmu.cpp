@@ -11,8 +11,10 @@ namespace cohsim::devices {
 using config::Spec;
 
 SmmuParams::SmmuParams(config::Reader r) {
-  socket = static_cast<int>(r.integer("socket", Spec{.doc = "socket whose I/O die holds the SMMU", .def = 0, .min = 0, .max = 1023}));
-  node = static_cast<int>(r.integer("node", Spec{.doc = "NUMA node of the SMMU's queues", .def = 0, .min = 0, .max = 1023}));
+  socket = static_cast<int>(r.integer("socket", Spec{.doc = "socket whose I/O die holds the SMMU", .def = 0, .min = 0,
+                                                     .max = topo::kMaxSockets - 1}));
+  node = static_cast<int>(r.integer("node", Spec{.doc = "NUMA node of the SMMU's queues", .def = 0, .min = 0,
+                                                 .max = topo::kMaxDies - 1}));  // a node per die at most
   register_access = r.time("register_access", Spec{.doc = "PROD/CONS register access at the device", .max = 1e7});
   command_fetch = r.time("command_fetch", Spec{.doc = "decoding one command once its line arrived", .max = 1e7});
   tlbi_time = r.time("tlbi_time", Spec{.doc = "executing CMD_TLBI_NH_VA", .max = 1e8});

@@ -21,7 +21,7 @@ Topology::Topology(config::Reader r) {
   auto count = [&](const char* key, const char* doc, double max) {
     return static_cast<int>(r.integer(key, Spec{.doc = doc, .min = 1, .max = max}));
   };
-  sockets_ = count("sockets", "sockets in the machine", 1024);
+  sockets_ = count("sockets", "sockets in the machine", kMaxSockets);
   dies_per_socket_ = count("dies_per_socket", "dies (SCCLs) per socket", 16);
   clusters_per_die_ = count("clusters_per_die", "clusters (CCLs) per die; 1 when cores share one ring", 64);
   cores_per_cluster_ = count("cores_per_cluster", "cores per cluster", 256);

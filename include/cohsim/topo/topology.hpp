@@ -18,6 +18,8 @@ inline constexpr int kHopClasses = 6;
 inline constexpr long long kMaxCpus = 16384;
 /// The most dies a machine may have (sockets x dies per socket).
 inline constexpr long long kMaxDies = 1024;
+/// The most sockets a machine may have (a device's socket is below it).
+inline constexpr int kMaxSockets = 1024;
 /// "smt", "cluster", "die", "cross_die", "socket", "node_controller".
 const char* hop_class_name(HopClass c);
 
