@@ -513,16 +513,19 @@ class Signal {
   /// Awaitable: suspends the calling process until notify_all() (or until
   /// `deadline`; check Process::timed_out()).
   auto wait(Simulator& sim, std::string_view what, std::uint64_t address = 0, Tick deadline = kNever) {
-    // The wait is recorded here (see Simulator::record_wait): the awaiter
-    // the coroutine frame keeps is two pointers.
+    // The wait is recorded and the waiter added here, under the id the
+    // suspension will give it (see Simulator::record_wait; nothing runs
+    // between this call and the suspension of the co_await that makes it),
+    // so that the awaiter the coroutine frame keeps is one pointer.
     struct Awaiter {
-      Signal* sig;
       Process* p;
       bool await_ready() const noexcept { return false; }
-      void await_suspend(std::coroutine_handle<> h) { sig->add(p, Simulator::enter_wait(p, h)); }
+      void await_suspend(std::coroutine_handle<> h) const noexcept { Simulator::enter_wait(p, h); }
       void await_resume() const noexcept {}
     };
-    return Awaiter{this, sim.record_wait(what, address, deadline)};
+    Process* p = sim.record_wait(what, address, deadline);
+    add(p, p->wait_id_ + 1);
+    return Awaiter{p};
   }
   /// Wakes every process waiting now (they run at the current time, in the
   /// order they started waiting). Returns how many were woken.
