@@ -165,11 +165,6 @@ Task<std::uint64_t> Cpu::perform_load(LoadIssue in, bool exclusive) {
   co_return v;
 }
 
-Task<std::uint64_t> LoadFuture::value() const {
-  while (!s_->done) co_await s_->completed.wait(*sim_, "load in flight");
-  co_return s_->value;
-}
-
 namespace {
 Task<void> complete_load(Task<std::uint64_t> load, std::shared_ptr<LoadFuture::State> s, sim::Simulator& sim) {
   s->value = co_await std::move(load);

@@ -128,16 +128,28 @@ class LoadFuture {
   bool ready() const { return s_ && s_->done; }
   /// True for a future a load was issued into (not a default-constructed one).
   bool issued() const { return s_ != nullptr; }
-  /// Waits for the load to complete and returns its value.
-  Task<std::uint64_t> value() const;
-  /// The value of a ready() load.
-  std::uint64_t peek() const { return s_->value; }
-
   struct State {
     bool done = false;
     std::uint64_t value = 0;
-    sim::Signal completed;
+    sim::Signal completed;  ///< notified once, when done is set
   };
+  /// Awaitable (of an issued future): waits for the load to complete and
+  /// returns its value. (An awaiter, not a coroutine: no frame, and the
+  /// waiting process resumes where it awaited.)
+  auto value() const {
+    struct Awaiter {
+      State* s;
+      sim::Simulator* sim;
+      bool await_ready() const noexcept { return s->done; }
+      void await_suspend(std::coroutine_handle<> h) const {
+        s->completed.wait(*sim, "load in flight").await_suspend(h);
+      }
+      std::uint64_t await_resume() const noexcept { return s->value; }
+    };
+    return Awaiter{s_.get(), sim_};
+  }
+  /// The value of a ready() load.
+  std::uint64_t peek() const { return s_->value; }
 
  private:
   friend class Cpu;
