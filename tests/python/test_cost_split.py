@@ -1,0 +1,80 @@
+"""Tests for bench/cost_split.py: the attribution of a callgrind profile's
+lines to cohsim's components, and its refusal of bad input.
+
+  /usr/bin/python3 -m unittest discover -s tests/python -v
+"""
+
+import importlib.util
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPT = HERE.parent.parent / "bench" / "cost_split.py"
+spec = importlib.util.spec_from_file_location("cost_split", SCRIPT)
+cost_split = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cost_split)
+
+# callgrind_annotate's function table as it prints it: the common path prefix
+# stripped from some files, an object file or a clone name after the function.
+ANNOTATE = """\
+--------------------------------------------------------------------------------
+Ir                  file:function
+--------------------------------------------------------------------------------
+32,864,408 (100.0%)  PROGRAM TOTALS
+5,050,000 (15.37%)  include/cohsim/sim/simulator.hpp:cohsim_bench::cohsim_pong(cohsim_bench::cohsim_pong(int)::Frame*) [clone .actor]
+3,541,700 (10.78%)  bench/cohsim_workloads.hpp:cohsim_bench::cohsim_ping(int) [clone .actor] [/b/engine_bench]
+3,639,738 (11.08%)  /b/../main/src/sim/simulator.cpp:cohsim::sim::Simulator::run(cohsim::sim::RunLimits const&) [/b/cohsim]
+6,720,071 ( 3.32%)  /b/../main/include/cohsim/fabric/interconnect.hpp:cohsim::fabric::Interconnect::walk(std::vector<Step> const&, unsigned long)
+1,000,000 ( 1.00%)  /usr/include/c++/12/bits/stl_vector.h:cohsim::fabric::Interconnect::walk(std::vector<Step> const&, unsigned long)
+  800,000 ( 1.00%)  /usr/include/c++/12/bits/stl_vector.h:cohsim::fabric::Fabric::obtain(cohsim::fabric::Fabric::obtain(int)::Frame*) [clone .actor]
+  700,000 ( 1.00%)  /b/../main/src/fabric/home.cpp:cohsim::fabric::Fabric::obtain(int) [/b/cohsim]
+  600,000 ( 1.00%)  /usr/include/c++/12/bits/hashtable.h:cohsim::cli::(anonymous namespace)::tester(int)
+  500,000 ( 1.00%)  /usr/include/c++/12/bits/random.tcc:std::mersenne_twister_engine<unsigned long, 64ul>::_M_gen_rand() [/b/cohsim]
+  400,000 ( 1.00%)  ./malloc/./malloc/malloc.c:_int_malloc [/usr/lib/x86_64-linux-gnu/libc.so.6]
+  300,000 ( 1.00%)  ???:operator new(unsigned long) [/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30]
+  200,000 ( 1.00%)  ./elf/./elf/dl-lookup.c:do_lookup_x [/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2]
+  100,000 ( 1.00%)  /usr/include/c++/12/bits/stl_algo.h:std::__introsort_loop<int*>(int*, int*)
+"""
+
+
+class CostSplitCase(unittest.TestCase):
+    def test_lines_are_charged_to_their_source_and_library_lines_to_the_function_they_are_inlined_into(self):
+        parts = cost_split.split(cost_split.parse_annotate(ANNOTATE))
+        self.assertEqual(parts["engine"], 5_050_000 + 3_639_738)  # engine code inlined into a workload is the engine's
+        self.assertEqual(parts["models and workloads"], 3_541_700)
+        self.assertEqual(parts["interconnect"], 6_720_071 + 1_000_000)
+        self.assertEqual(parts["fabric"], 800_000 + 700_000)
+        self.assertEqual(parts["command line and tester"], 600_000)
+        self.assertEqual(parts["random numbers"], 500_000)
+        self.assertEqual(parts["allocator"], 400_000 + 300_000)
+        self.assertEqual(parts["libraries and start-up"], 200_000)
+        self.assertEqual(parts["C++ library (other)"], 100_000)
+        self.assertEqual(sum(parts.values()), 23_551_509)  # each function line once; PROGRAM TOTALS is not one
+
+    def test_names_lose_their_parameters_and_template_arguments(self):
+        self.assertEqual(cost_split.bare_name("std::mersenne_twister_engine<unsigned long, 64ul>::operator()()"),
+                         "std::mersenne_twister_engine::operator")
+        self.assertEqual(cost_split.bare_name("cohsim::cli::(anonymous namespace)::tester(int)"),
+                         "cohsim::cli::{anonymous}::tester")
+
+    def run_script(self, *args):
+        return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True)
+
+    def test_a_missing_profile_is_refused_with_its_path(self):
+        r = self.run_script("/nonexistent/callgrind.out")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("/nonexistent/callgrind.out", r.stderr)
+        self.assertEqual(r.stdout, "")
+
+    def test_a_count_that_is_not_positive_is_refused(self):
+        with tempfile.NamedTemporaryFile() as f:
+            r = self.run_script(f.name, "--per", "0")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--per", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
