@@ -326,6 +326,36 @@ TEST_CASE("a spinning CPU wakes on a write to another word of its line and sleep
   CHECK(r.cpu(1).stats().spin_wakeups == 1);  // only the wake-up that found the flag unchanged
 }
 
+TEST_CASE("ending a CPU's wait for a change wakes that wait only and not a load the CPU awaits later", "[cpu]") {
+  // (The SMMU's CMD_SYNC deadline ends the WFE this way; an interrupt handler
+  // run from the same loop may be awaiting a load at that moment.)
+  Rig r(platform_json());
+  Addr x = r.line(0, "flag");
+  Addr y = r.line(0, "data");
+  Tick woke = 0, loaded = 0;
+  std::uint64_t value = 0;
+  spawn_at(r.sim, 0, [&]() -> Task<void> {
+    co_await r.cpu(8).store(y, 8, 7);  // written long before 1 us: CPU 1's load of y is a miss to CPU 8's copy
+  });
+  spawn_at(r.sim, 0, [&]() -> Task<void> {
+    co_await r.cpu(1).load(x, 8);
+    co_await r.cpu(1).wait_for_change(x, "flag");
+    woke = r.sim.now();
+    cpu::LoadFuture f = r.cpu(1).issue_load(y, 8);
+    value = co_await f.value();
+    loaded = r.sim.now();
+  });
+  spawn_at(r.sim, 1 * sim::kUs, [&]() -> Task<void> {
+    r.cpu(1).end_wait_for_change();
+    co_await r.sim.delay(10 * sim::kNs);  // CPU 1 now awaits its load
+    r.cpu(1).end_wait_for_change();
+  });
+  r.run();
+  CHECK(woke == 1 * sim::kUs);
+  CHECK(value == 7);
+  CHECK(loaded > 1 * sim::kUs + 10 * sim::kNs);
+}
+
 // ------------------------------------------------ ordering at the boundary ---
 
 TEST_CASE("a store-only dmb makes a later atomic wait for the earlier stores but not a later load", "[cpu][ordering]") {

@@ -258,7 +258,7 @@ Task<void> SmmuCmdq::wait_for_sync(cpu::Cpu& c, std::uint32_t sync_prod, CmdqCpu
     co_await queue_poll(c, qp, s);
     const std::uint64_t again = co_await c.load(e, 4, Order::relaxed);  // LDXR
     if (again != v || c.sim().now() >= w.deadline) continue;
-    w.asleep = c.sim().current();
+    w.asleep = &c;
     co_await c.wait_for_change(e, "arm_smmu_cmdq: CMD_SYNC MSI (WFE)");
     w.asleep = nullptr;
     ++s.sync_wakeups;
@@ -280,7 +280,7 @@ void SmmuCmdq::sync_deadline_event(void* ctx, std::uint64_t cpu) {
     sim.schedule(w.deadline, &SmmuCmdq::sync_deadline_event, ctx, cpu);
     return;
   }
-  if (w.asleep != nullptr) sim.wake(w.asleep, w.asleep->wait_id());
+  if (w.asleep != nullptr) w.asleep->end_wait_for_change();
 }
 
 std::string CmdSyncTimeout::message() const {

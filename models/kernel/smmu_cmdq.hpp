@@ -186,7 +186,7 @@ class SmmuCmdq {
   struct SyncWait {
     bool waiting = false;
     bool check_scheduled = false;  ///< a deadline event for this CPU is in the queue
-    sim::Process* asleep = nullptr;  ///< the waiting process while in WFE
+    cpu::Cpu* asleep = nullptr;  ///< the CPU while in its WFE loop (its deadline ends the WFE wait only)
     Tick deadline = 0;
   };
   Tick sync_timeout_ = kCmdSyncTimeoutDefault;

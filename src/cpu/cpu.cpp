@@ -321,9 +321,10 @@ Task<void> Cpu::wait_for_change(Addr a, std::string_view what) {
   if (smt_siblings_ && fabric::line_of(last_load_.addr) == line && fab_.holds(id_, line, false) &&
       fab_.read(id_, last_load_.addr, last_load_.size) != last_load_.value)
     co_return;
-  if (interruptible) spin_sleeper_ = sim_.current();
+  // The wait below is the process's next (wait_for_loss suspends nowhere else).
+  sleeper_ = {sim_.current(), sim_.current()->wait_id() + 1, interruptible};
   co_await fab_.wait_for_loss(id_, line, deadline, what);
-  spin_sleeper_ = nullptr;
+  sleeper_ = {};
   if (auto* tr = sim_.tracer()) tr->slice(id_, what, arm_ ? "wfe" : "pause", start, sim_.now());
   if (interruptible && irq_pending_) {
     ++stats_.interrupts_in_spins;
@@ -348,7 +349,7 @@ void Cpu::raise_interrupt() {
   irq_pending_ = true;
   irq_signal_.notify_all(sim_);
   compute_signal_.notify_all(sim_);
-  if (spin_sleeper_ != nullptr) sim_.wake(spin_sleeper_, spin_sleeper_->wait_id());
+  if (sleeper_.interruptible) end_wait_for_change();
 }
 
 Task<void> Cpu::take_interrupt() {

@@ -255,6 +255,13 @@ class Cpu {
   /// With interrupts enabled (outside a handler) a pending interrupt wakes it
   /// too and is taken before it returns; with them disabled it waits on.
   Task<void> wait_for_change(Addr a, std::string_view what);
+  /// Ends the sleep of wait_for_change (its WFE or PAUSE wait on the line)
+  /// if this CPU is in it now, as an event the line cannot signal would (a
+  /// deadline); the caller's loop then checks again. A wait elsewhere (an
+  /// interrupt handler's, a load's) is not touched.
+  void end_wait_for_change() {
+    if (sleeper_.p != nullptr) sim_.wake(sleeper_.p, sleeper_.wait_id);
+  }
   /// smp_cond_load_*: loads until pred(value) holds, sleeping in between;
   /// returns the value. Counts each wake-up that found pred false. An
   /// interrupt taken while asleep is followed by a new load and check.
@@ -410,7 +417,13 @@ class Cpu {
   bool irqs_enabled_ = true;
   bool in_interrupt_ = false;
   sim::Signal irq_signal_;
-  sim::Process* spin_sleeper_ = nullptr;  ///< this CPU asleep in an interruptible spin (an interrupt wakes it)
+  /// This CPU's process while in wait_for_change's sleep, and the id of
+  /// that wait (an interrupt wakes it when `interruptible`).
+  struct Sleeper {
+    sim::Process* p = nullptr;
+    std::uint64_t wait_id = 0;
+    bool interruptible = false;
+  } sleeper_;
   sim::Signal compute_signal_;           ///< wakes compute(): an interrupt or a sibling's change
   Core& core_;                           ///< the physical core this thread runs on
   bool shares_compute_ = false;          ///< SMT siblings share compute (smt_compute_share < 1)
