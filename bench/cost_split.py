@@ -15,8 +15,13 @@ CPU model, the interrupt controllers, the devices, the kernel models and
 workloads, the command line (the selftest's tester and checker included).
 Lines of the C++ library (containers, algorithms) are charged to the
 component of the function they were inlined into, <random> to "random
-numbers", malloc/new/free to "allocator". What is left (the dynamic loader,
-libc's string functions, Boost, fmt, nlohmann-json) is "libraries and start-up".
+numbers", malloc/new/free to "allocator". What is left is "libc and other
+libraries": libc's string functions (memcmp, memcpy: on the hot path too),
+the dynamic loader, Boost, fmt, nlohmann-json.
+
+It also counts coroutine resumptions: the calls of the coroutines' `.actor`
+functions (GCC's name for a coroutine's body), each an entry into a frame,
+a dispatch on its suspension point and an exit.
 
 The profile needs line information: build with -g (the `profile` preset:
 `cmake --preset profile && cmake --build --preset profile`). --baseline
@@ -26,6 +31,8 @@ events). Exit status 0, or 2 for bad input (a missing or unreadable profile,
 no callgrind_annotate, a profile without line information).
 """
 import argparse
+import math
+import os
 import re
 import shutil
 import subprocess
@@ -61,7 +68,7 @@ RANDOM = r"/bits/random\.(tcc|h)$"
 ALLOCATOR = r"^(malloc|_int_malloc|_int_free|free|realloc|_int_realloc|cfree|malloc_consolidate|unlink_chunk|" \
             r"operator new|operator delete|tcache_)"
 ORDER = ["engine", "fabric", "interconnect", "cpu", "irq", "devices", "models and workloads", "command line and tester",
-         "config and scenario", "litmus", "random numbers", "C++ library (other)", "allocator", "libraries and start-up"]
+         "config and scenario", "litmus", "random numbers", "C++ library (other)", "allocator", "libc and other libraries"]
 
 
 class Bad(Exception):
@@ -107,7 +114,7 @@ def component(source_file, function):
             if re.search(pattern, bare):
                 return name
         return "C++ library (other)"
-    return "libraries and start-up"
+    return "libc and other libraries"
 
 
 def split(costs):
@@ -119,16 +126,38 @@ def split(costs):
     return out
 
 
-def load(path):
+def count_resumptions(text):
+    """Calls of coroutine bodies (`.actor` functions) in a callgrind output file's text."""
+    names, total, callee = {}, 0, None
+    for line in text.splitlines():
+        m = re.match(r"(c?fn)=\((\d+)\)(?: (.*))?$", line)
+        if m:
+            if m.group(3):
+                names[m.group(2)] = m.group(3)  # the first use of an id names it
+            if m.group(1) == "cfn":
+                callee = names.get(m.group(2), "")
+            continue
+        m = re.match(r"calls=(\d+)", line)
+        if m and callee is not None and ".actor" in callee:
+            total += int(m.group(1))
+    return total
+
+
+def readable(path):
     try:
         with open(path, "rb"):
             pass
     except OSError as e:
         raise Bad(f"{path}: cannot read the profile ({e.strerror})")
+
+
+def load(path):
+    """(costs, resumptions) of a profile."""
     run = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", path],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, errors="replace")
     if run.returncode != 0:
-        raise Bad(f"{path}: callgrind_annotate failed: {run.stderr.strip().splitlines()[-1:] or ['no output']}")
+        last = run.stderr.strip().splitlines()[-1:] or ["no message"]
+        raise Bad(f"{path}: not a callgrind profile (callgrind_annotate: {last[0]})")
     costs = parse_annotate(run.stdout)
     if not costs:
         raise Bad(f"{path}: not a callgrind profile (callgrind_annotate found no function)")
@@ -136,7 +165,8 @@ def load(path):
     if unknown > sum(costs.values()) / 2:
         raise Bad(f"{path}: most of the profile has no source lines: build with -g "
                   "(cmake --preset profile && cmake --build --preset profile)")
-    return costs
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return costs, count_resumptions(f.read())
 
 
 def main(argv):
@@ -148,16 +178,24 @@ def main(argv):
     ap.add_argument("--unit", default="unit", help="what --per counts, for the heading (default: unit)")
     ap.add_argument("--top", type=int, default=15, help="functions listed, by self cost (default 15; 0: none)")
     args = ap.parse_args(argv)
-    if args.per is not None and not args.per > 0:
+    if args.per is not None and not (args.per > 0 and math.isfinite(args.per)):
         ap.error("--per must be a positive count")
     if args.top < 0:
         ap.error("--top must be 0 or more")
+    if args.unit != "unit" and args.per is None:
+        ap.error("--unit names what --per counts: give --per too")
+    for path in [args.profile] + ([args.baseline] if args.baseline else []):
+        readable(path)
+    if args.baseline and os.path.samefile(args.profile, args.baseline):
+        raise Bad(f"{args.profile}: the profile and its baseline are the same file")
     if shutil.which("callgrind_annotate") is None:
         raise Bad("callgrind_annotate not found: install valgrind (apt-get install valgrind)")
-    costs = load(args.profile)
+    costs, resumptions = load(args.profile)
     if args.baseline:
-        for key, cost in load(args.baseline).items():
+        base_costs, base_resumptions = load(args.baseline)
+        for key, cost in base_costs.items():
             costs[key] = costs.get(key, 0) - cost
+        resumptions -= base_resumptions
     per = args.per or 1.0
     number = "{:14,.1f}" if args.per else "{:14,.0f}"
     parts = split(costs)
@@ -170,14 +208,17 @@ def main(argv):
         if name in parts and abs(parts[name]) >= 0.0005 * total:
             print(f"{name:28s} {number.format(parts[name] / per)} {100 * parts[name] / total:6.1f} %")
     print(f"{'total':28s} {number.format(total / per)}")
+    print(f"{'coroutine resumptions':28s} {number.format(resumptions / per)}")
     if args.top:
         # C++ library lines are folded into the function they were inlined into.
         functions = {}
         for (source_file, function), cost in costs.items():
             bare = bare_name(function)
             functions[bare] = functions.get(bare, 0) + cost
-        print(f"\nthe {args.top} largest functions (self cost, inlined library code included):")
-        for name, cost in sorted(functions.items(), key=lambda kv: -kv[1])[:args.top]:
+        print(f"\nthe largest functions, up to {args.top} (self cost, inlined library code included):")
+        # (With a baseline, functions of start-up cancel out: those left below 0.05 % are not listed.)
+        kept = [(name, cost) for name, cost in functions.items() if cost >= 0.0005 * total]
+        for name, cost in sorted(kept, key=lambda kv: -kv[1])[:args.top]:
             print(f"{number.format(cost / per)} {100 * cost / total:6.1f} %  {name[:110]}")
     return 0
 

@@ -5,6 +5,7 @@ lines to cohsim's components, and its refusal of bad input.
 """
 
 import importlib.util
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,7 +51,7 @@ class CostSplitCase(unittest.TestCase):
         self.assertEqual(parts["command line and tester"], 600_000)
         self.assertEqual(parts["random numbers"], 500_000)
         self.assertEqual(parts["allocator"], 400_000 + 300_000)
-        self.assertEqual(parts["libraries and start-up"], 200_000)
+        self.assertEqual(parts["libc and other libraries"], 200_000)
         self.assertEqual(parts["C++ library (other)"], 100_000)
         self.assertEqual(sum(parts.values()), 23_551_509)  # each function line once; PROGRAM TOTALS is not one
 
@@ -59,6 +60,23 @@ class CostSplitCase(unittest.TestCase):
                          "std::mersenne_twister_engine::operator")
         self.assertEqual(cost_split.bare_name("cohsim::cli::(anonymous namespace)::tester(int)"),
                          "cohsim::cli::{anonymous}::tester")
+
+    def test_resumptions_count_the_calls_of_coroutine_bodies_under_compressed_names(self):
+        # callgrind names a function at its first use, "(id) name", and by "(id)" after.
+        raw = "\n".join([
+            "fn=(1) cohsim::sim::Simulator::run(cohsim::sim::RunLimits const&)",
+            "cfn=(2) cohsim::cpu::Cpu::rmw(cohsim::cpu::Cpu::rmw(int)::Frame*) [clone .actor]",
+            "calls=7 0x1234",
+            "10 500",
+            "cfn=(3) cohsim::sim::Simulator::schedule(unsigned long)",
+            "calls=100 0x5678",
+            "10 900",
+            "fn=(4) cohsim::fabric::Fabric::obtain(int)",
+            "cfn=(2)",
+            "calls=5 0x1234",
+            "10 300",
+        ])
+        self.assertEqual(cost_split.count_resumptions(raw), 12)
 
     def run_script(self, *args):
         return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True)
@@ -69,11 +87,30 @@ class CostSplitCase(unittest.TestCase):
         self.assertIn("/nonexistent/callgrind.out", r.stderr)
         self.assertEqual(r.stdout, "")
 
-    def test_a_count_that_is_not_positive_is_refused(self):
+    def test_a_count_that_is_not_a_positive_number_is_refused(self):
+        for per in ("0", "-3", "inf", "nan"):
+            with tempfile.NamedTemporaryFile() as f:
+                r = self.run_script(f.name, "--per", per)
+            self.assertEqual(r.returncode, 2, per)
+            self.assertIn("--per", r.stderr)
+
+    def test_a_profile_given_as_its_own_baseline_is_refused(self):
         with tempfile.NamedTemporaryFile() as f:
-            r = self.run_script(f.name, "--per", "0")
+            r = self.run_script(f.name, "--baseline", f.name)
         self.assertEqual(r.returncode, 2)
-        self.assertIn("--per", r.stderr)
+        self.assertIn("same file", r.stderr)
+
+    @unittest.skipUnless(shutil.which("callgrind_annotate"), "valgrind not installed")
+    def test_a_file_that_is_not_a_profile_is_refused_in_one_line_text_or_binary(self):
+        for content in (b"just some text\n", bytes(range(256)) * 8):
+            with tempfile.NamedTemporaryFile() as f:
+                f.write(content)
+                f.flush()
+                r = self.run_script(f.name)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(f.name, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertNotIn("Traceback", r.stderr)
 
 
 if __name__ == "__main__":
