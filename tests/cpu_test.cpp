@@ -326,9 +326,8 @@ TEST_CASE("a spinning CPU wakes on a write to another word of its line and sleep
   CHECK(r.cpu(1).stats().spin_wakeups == 1);  // only the wake-up that found the flag unchanged
 }
 
-TEST_CASE("ending a CPU's wait for a change wakes that wait only and not a load the CPU awaits later", "[cpu]") {
-  // (The SMMU's CMD_SYNC deadline ends the WFE this way; an interrupt handler
-  // run from the same loop may be awaiting a load at that moment.)
+TEST_CASE("ending a CPU's wait for a change wakes that wait at once and not a load the CPU awaits after it", "[cpu]") {
+  // (The SMMU's CMD_SYNC deadline ends the WFE this way.)
   Rig r(platform_json());
   Addr x = r.line(0, "flag");
   Addr y = r.line(0, "data");
@@ -354,6 +353,43 @@ TEST_CASE("ending a CPU's wait for a change wakes that wait only and not a load 
   CHECK(woke == 1 * sim::kUs);
   CHECK(value == 7);
   CHECK(loaded > 1 * sim::kUs + 10 * sim::kNs);
+}
+
+TEST_CASE("ending a CPU's wait for a change leaves alone a load its interrupt handler awaits inside that wait",
+          "[cpu][irq]") {
+  // The handler runs from inside wait_for_change, after the interrupt ended
+  // its sleep: a deadline then (the SMMU's CMD_SYNC) must not end the
+  // handler's wait for its load.
+  Rig r(platform_json());
+  Addr x = r.line(0, "flag");
+  Addr y = r.line(0, "data");
+  auto& c = r.cpu(1);
+  Tick loaded = 0, returned = 0, ended_at = 0;
+  std::uint64_t value = 0;
+  c.set_interrupt_handler([&](cpu::Cpu& cc) -> Task<void> {
+    cpu::LoadFuture f = cc.issue_load(y, 8);
+    value = co_await f.value();
+    loaded = r.sim.now();
+  });
+  spawn_at(r.sim, 0, [&]() -> Task<void> {
+    co_await r.cpu(8).store(y, 8, 7);  // CPU 1's load of y is a miss to CPU 8's copy
+  });
+  spawn_at(r.sim, 0, [&]() -> Task<void> {
+    co_await c.load(x, 8);
+    co_await c.wait_for_change(x, "flag");
+    returned = r.sim.now();
+  });
+  spawn_at(r.sim, 1 * sim::kUs, [&]() -> Task<void> {
+    c.raise_interrupt();
+    co_await r.sim.delay(c.params().irq_entry + 5 * sim::kNs);  // the handler awaits its load
+    ended_at = r.sim.now();
+    c.end_wait_for_change();
+  });
+  r.run();
+  CHECK(c.stats().interrupts_in_spins == 1);
+  CHECK(value == 7);
+  CHECK(loaded > ended_at);
+  CHECK(returned >= loaded);
 }
 
 // ------------------------------------------------ ordering at the boundary ---

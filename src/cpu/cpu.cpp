@@ -321,8 +321,10 @@ Task<void> Cpu::wait_for_change(Addr a, std::string_view what) {
   if (smt_siblings_ && fabric::line_of(last_load_.addr) == line && fab_.holds(id_, line, false) &&
       fab_.read(id_, last_load_.addr, last_load_.size) != last_load_.value)
     co_return;
-  // The wait below is the process's next (wait_for_loss suspends nowhere else).
-  sleeper_ = {sim_.current(), sim_.current()->wait_id() + 1, interruptible};
+  // The wait below is the process's next (wait_for_loss suspends nowhere
+  // else; outside a process its wait fails with the simulator's error).
+  sim::Process* self = sim_.current();
+  sleeper_ = {self, self != nullptr ? self->wait_id() + 1 : 0, interruptible};
   co_await fab_.wait_for_loss(id_, line, deadline, what);
   sleeper_ = {};
   if (auto* tr = sim_.tracer()) tr->slice(id_, what, arm_ ? "wfe" : "pause", start, sim_.now());

@@ -256,9 +256,10 @@ class Cpu {
   /// too and is taken before it returns; with them disabled it waits on.
   Task<void> wait_for_change(Addr a, std::string_view what);
   /// Ends the sleep of wait_for_change (its WFE or PAUSE wait on the line)
-  /// if this CPU is in it now, as an event the line cannot signal would (a
-  /// deadline); the caller's loop then checks again. A wait elsewhere (an
-  /// interrupt handler's, a load's) is not touched.
+  /// if this CPU is in one now, as an event the line cannot signal would (a
+  /// deadline); the caller's loop then checks again. Any other wait (a
+  /// load's, a barrier's) is not touched; an interrupt handler's own
+  /// wait_for_change sleep is one too, and is ended.
   void end_wait_for_change() {
     if (sleeper_.p != nullptr) sim_.wake(sleeper_.p, sleeper_.wait_id);
   }
