@@ -19,9 +19,12 @@ numbers", malloc/new/free to "allocator". What is left is "libc and other
 libraries": libc's string functions (memcmp, memcpy: on the hot path too),
 the dynamic loader, Boost, fmt, nlohmann-json.
 
-It also counts coroutine resumptions: the calls of the coroutines' `.actor`
-functions (GCC's name for a coroutine's body), each an entry into a frame,
-a dispatch on its suspension point and an exit.
+It also counts entries into coroutine bodies: the calls of GCC's `.actor`
+functions (a coroutine's body), each a function entry, a dispatch on the
+suspension point and an exit. They are the resumptions (a start included)
+and the destructions of frames, which run through the same function (the
+calls from a `.destroy` clone, counted apart). The profile must have
+compressed names (callgrind's default).
 
 The profile needs line information: build with -g (the `profile` preset:
 `cmake --preset profile && cmake --build --preset profile`). --baseline
@@ -126,9 +129,10 @@ def split(costs):
     return out
 
 
-def count_resumptions(text):
-    """Calls of coroutine bodies (`.actor` functions) in a callgrind output file's text."""
-    names, total, callee = {}, 0, None
+def count_entries(text):
+    """(entries, of them from a .destroy clone) of coroutine bodies (`.actor`
+    functions) in a callgrind output file's text (compressed names)."""
+    names, entries, destroys, caller, callee = {}, 0, 0, "", None
     for line in text.splitlines():
         m = re.match(r"(c?fn)=\((\d+)\)(?: (.*))?$", line)
         if m:
@@ -136,11 +140,15 @@ def count_resumptions(text):
                 names[m.group(2)] = m.group(3)  # the first use of an id names it
             if m.group(1) == "cfn":
                 callee = names.get(m.group(2), "")
+            else:
+                caller, callee = names.get(m.group(2), ""), None
             continue
         m = re.match(r"calls=(\d+)", line)
         if m and callee is not None and ".actor" in callee:
-            total += int(m.group(1))
-    return total
+            entries += int(m.group(1))
+            if "[clone .destroy]" in caller:
+                destroys += int(m.group(1))
+    return entries, destroys
 
 
 def readable(path):
@@ -152,7 +160,7 @@ def readable(path):
 
 
 def load(path):
-    """(costs, resumptions) of a profile."""
+    """(costs, (coroutine entries, of them destructions)) of a profile."""
     run = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", path],
                          capture_output=True, text=True, errors="replace")
     if run.returncode != 0:
@@ -166,7 +174,7 @@ def load(path):
         raise Bad(f"{path}: most of the profile has no source lines: build with -g "
                   "(cmake --preset profile && cmake --build --preset profile)")
     with open(path, encoding="utf-8", errors="replace") as f:
-        return costs, count_resumptions(f.read())
+        return costs, count_entries(f.read())
 
 
 def main(argv):
@@ -190,12 +198,13 @@ def main(argv):
         raise Bad(f"{args.profile}: the profile and its baseline are the same file")
     if shutil.which("callgrind_annotate") is None:
         raise Bad("callgrind_annotate not found: install valgrind (apt-get install valgrind)")
-    costs, resumptions = load(args.profile)
+    costs, (entries, destroys) = load(args.profile)
     if args.baseline:
-        base_costs, base_resumptions = load(args.baseline)
+        base_costs, (base_entries, base_destroys) = load(args.baseline)
         for key, cost in base_costs.items():
             costs[key] = costs.get(key, 0) - cost
-        resumptions -= base_resumptions
+        entries -= base_entries
+        destroys -= base_destroys
     per = args.per or 1.0
     number = "{:14,.1f}" if args.per else "{:14,.0f}"
     parts = split(costs)
@@ -208,7 +217,8 @@ def main(argv):
         if name in parts and abs(parts[name]) >= 0.0005 * total:
             print(f"{name:28s} {number.format(parts[name] / per)} {100 * parts[name] / total:6.1f} %")
     print(f"{'total':28s} {number.format(total / per)}")
-    print(f"{'coroutine resumptions':28s} {number.format(resumptions / per)}")
+    print(f"{'coroutine body entries':28s} {number.format(entries / per)}")
+    print(f"{'  of them, to destroy a frame':28s} {number.format(destroys / per)}")
     if args.top:
         # C++ library lines are folded into the function they were inlined into.
         functions = {}

@@ -61,7 +61,7 @@ class CostSplitCase(unittest.TestCase):
         self.assertEqual(cost_split.bare_name("cohsim::cli::(anonymous namespace)::tester(int)"),
                          "cohsim::cli::{anonymous}::tester")
 
-    def test_resumptions_count_the_calls_of_coroutine_bodies_under_compressed_names(self):
+    def test_entries_count_the_calls_of_coroutine_bodies_under_compressed_names_and_destructions_apart(self):
         # callgrind names a function at its first use, "(id) name", and by "(id)" after.
         raw = "\n".join([
             "fn=(1) cohsim::sim::Simulator::run(cohsim::sim::RunLimits const&)",
@@ -72,11 +72,16 @@ class CostSplitCase(unittest.TestCase):
             "calls=100 0x5678",
             "10 900",
             "fn=(4) cohsim::fabric::Fabric::obtain(int)",
+            "cfi=(9) /work/main/src/cpu/cpu.cpp",
             "cfn=(2)",
             "calls=5 0x1234",
             "10 300",
+            "fn=(5) cohsim::cpu::Cpu::rmw(cohsim::cpu::Cpu::rmw(int)::Frame*) [clone .destroy]",
+            "cfn=(2)",
+            "calls=3 0x1234",
+            "10 60",
         ])
-        self.assertEqual(cost_split.count_resumptions(raw), 12)
+        self.assertEqual(cost_split.count_entries(raw), (15, 3))
 
     def run_script(self, *args):
         return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True)
