@@ -41,31 +41,21 @@ import shutil
 import subprocess
 import sys
 
-# Project sources, by path (the first match wins).
-PATHS = [
-    ("interconnect", r"(^|/)(src|include/cohsim)/fabric/(interconnect|link_timeline)"),
-    ("engine", r"(^|/)(src|include/cohsim)/sim/"),
-    ("fabric", r"(^|/)(src|include/cohsim)/fabric/"),
-    ("cpu", r"(^|/)(src|include/cohsim)/cpu/"),
-    ("irq", r"(^|/)(src|include/cohsim)/irq/"),
-    ("devices", r"(^|/)(src|include/cohsim)/devices/"),
-    ("models and workloads", r"(^|/)(models|bench)/"),
-    ("command line and tester", r"(^|/)(src|include/cohsim)/cli/"),
-    ("config and scenario", r"(^|/)(src|include/cohsim)/(config|scenario|topo)/"),
-    ("litmus", r"(^|/)(src|include/cohsim)/litmus/"),
-]
-# Functions, by qualified name, for lines of the C++ library inlined into them.
-FUNCTIONS = [
-    ("interconnect", r"^cohsim::fabric::(Interconnect|LinkTimeline)\b"),
-    ("engine", r"^cohsim::sim::"),
-    ("fabric", r"^cohsim::fabric::"),
-    ("cpu", r"^cohsim::cpu::"),
-    ("irq", r"^cohsim::irq::"),
-    ("devices", r"^cohsim::devices::"),
-    ("models and workloads", r"^cohsim::models::|^cohsim_bench::"),
-    ("command line and tester", r"^cohsim::cli::"),
-    ("config and scenario", r"^cohsim::(config|scenario|topo)::"),
-    ("litmus", r"^cohsim::litmus::"),
+# The project's components: the sources they are written in, and the functions
+# (by qualified name) whose inlined C++ library lines they are charged. The
+# first match wins (the interconnect's files are in src/fabric).
+SRC = r"(^|/)(src|include/cohsim)/"
+COMPONENTS = [
+    ("interconnect", SRC + r"fabric/(interconnect|link_timeline)", r"^cohsim::fabric::(Interconnect|LinkTimeline)\b"),
+    ("engine", SRC + r"sim/", r"^cohsim::sim::"),
+    ("fabric", SRC + r"fabric/", r"^cohsim::fabric::"),
+    ("cpu", SRC + r"cpu/", r"^cohsim::cpu::"),
+    ("irq", SRC + r"irq/", r"^cohsim::irq::"),
+    ("devices", SRC + r"devices/", r"^cohsim::devices::"),
+    ("models and workloads", r"(^|/)(models|bench)/", r"^cohsim::models::|^cohsim_bench::"),
+    ("command line and tester", SRC + r"cli/", r"^cohsim::cli::"),
+    ("config and scenario", SRC + r"(config|scenario|topo)/", r"^cohsim::(config|scenario|topo)::"),
+    ("litmus", SRC + r"litmus/", r"^cohsim::litmus::"),
 ]
 RANDOM = r"/bits/random\.(tcc|h)$"
 ALLOCATOR = r"^(malloc|_int_malloc|_int_free|free|realloc|_int_realloc|cfree|malloc_consolidate|unlink_chunk|" \
@@ -83,7 +73,7 @@ def parse_annotate(text):
     costs = {}
     for line in text.splitlines():
         m = re.match(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S.*?):(\S.*)$", line)
-        if not m or m.group(2) == "PROGRAM TOTALS":
+        if not m:  # a heading, or PROGRAM TOTALS (no file:function)
             continue
         function = re.sub(r"\s*\[[^\]]*\]$", "", m.group(3))  # the object file
         key = (m.group(2), function)
@@ -104,8 +94,8 @@ def bare_name(function):
 
 def component(source_file, function):
     """The component a line of `source_file`, inside `function`, is charged to."""
-    for name, pattern in PATHS:
-        if re.search(pattern, source_file):
+    for name, path, _ in COMPONENTS:
+        if re.search(path, source_file):
             return name
     if re.search(RANDOM, source_file):
         return "random numbers"
@@ -113,8 +103,8 @@ def component(source_file, function):
     if re.match(ALLOCATOR, bare):
         return "allocator"
     if "/c++/" in source_file:
-        for name, pattern in FUNCTIONS:
-            if re.search(pattern, bare):
+        for name, _, functions in COMPONENTS:
+            if re.search(functions, bare):
                 return name
         return "C++ library (other)"
     return "libc and other libraries"
