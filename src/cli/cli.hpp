@@ -1,10 +1,14 @@
 // The command-line interface: one function per command, sharing output helpers.
 #pragma once
 
+#include <charconv>
+#include <limits>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <boost/program_options.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -53,14 +57,39 @@ void check_sets_keep_variants(const scenario::LoadedScenario& s, const std::vect
 std::optional<boost::program_options::variables_map> parse_command_line(
     const std::vector<std::string>& args, const boost::program_options::options_description& visible,
     std::string& positional, const std::string& what);
-/// A 64-bit unsigned option value (a seed): decimal digits only. (Boost
-/// reads "-1" for a std::uint64_t as 2^64 - 1, silently.)
-struct Unsigned64 {
-  std::uint64_t value = 0;
+/// A whole-number option value of type T: decimal digits, with a leading '-'
+/// for a signed T, that fit in T. (Boost reads "-1" for a std::uint64_t as
+/// 2^64 - 1, silently, and calls a number too big for an int only
+/// "invalid".) Ranges a command needs (at least 1 CPU...) it checks itself.
+template <class T>
+struct Whole {
+  T value{};
 };
-/// Boost.Program_options' parser for Unsigned64 (found by argument-dependent
-/// look-up): anything but digits that fit is an invalid value (exit 2).
-void validate(boost::any& out, const std::vector<std::string>& values, Unsigned64*, int);
+using Unsigned64 = Whole<std::uint64_t>;
+/// Boost.Program_options' parser for Whole<T> (found by argument-dependent
+/// look-up): anything else is bad input (exit 2) whose message says what a
+/// value must be.
+template <class T>
+void validate(boost::any& out, const std::vector<std::string>& values, Whole<T>*, int) {
+  namespace po = boost::program_options;
+  po::validators::check_first_occurrence(out);
+  const std::string& s = po::validators::get_single_string(values);
+  T v{};
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);  // no '+', no space
+  if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) {
+    po::error_with_option_name e(fmt::format("the argument ('%value%') for option '%canonical_option%' is not a whole "
+                                             "number from {} to {}",
+                                             std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+    e.set_substitute("value", s);
+    throw e;
+  }
+  out = Whole<T>{v};
+}
+/// An option whose value, a whole number (see Whole), is stored in *target.
+template <class T>
+boost::program_options::typed_value<Whole<T>>* whole(T* target) {
+  return boost::program_options::value<Whole<T>>()->notifier([target](const Whole<T>& w) { *target = w.value; });
+}
 /// Sets the log level for -q/-v (the same for every command); both at once is bad input.
 void apply_verbosity(bool quiet, bool verbose);
 /// Writes `text` to `path` atomically (temporary file, then rename).

@@ -43,15 +43,6 @@ std::optional<po::variables_map> parse_command_line(const std::vector<std::strin
   return vm;
 }
 
-void validate(boost::any& out, const std::vector<std::string>& values, Unsigned64*, int) {
-  po::validators::check_first_occurrence(out);
-  const std::string& s = po::validators::get_single_string(values);
-  std::uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);  // no sign, no space
-  if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) throw po::invalid_option_value(s);
-  out = Unsigned64{v};
-}
-
 namespace {
 /// A progress line on a terminal: simulated time, host rate, time left; from
 /// one second of host time on (a shorter run prints none), twice a second.

@@ -35,7 +35,7 @@ bool parse_compare_like(const std::vector<std::string>& args, CompareOptions& o,
   d.add_options()("help,h", "this help")("set", po::value(&o.sets)->composing(), "override: KEY=VALUE (repeatable)")(
       "seed", po::value<Unsigned64>(), "seed (default: the scenario's)")(
       "variants", po::value(&o.variants_csv), "comma-separated variants (default: all, baseline first)")(
-      "seeds", po::value(&o.seeds),
+      "seeds", whole(&o.seeds),
       "run each variant with N seeds (the seed, seed+1, ...): the table shows medians, the report min..max")(
       "json", po::value(&o.json_out), "write compare.json-style results to FILE")(
       "report", po::value(&o.report_dir), "write report.md, report.html and plots into DIR")(
@@ -50,7 +50,7 @@ bool parse_compare_like(const std::vector<std::string>& args, CompareOptions& o,
       "screen-set", po::value(&o.screen_sets)->composing(),
       "sensitivity: screen every input with short runs (KEY=VALUE, repeatable, e.g. duration=5ms) and run only "
       "the --full-runs inputs that move the result most at full length")(
-      "full-runs", po::value(&o.full_runs), "sensitivity with --screen-set: inputs re-run at full length (default 5)")(
+      "full-runs", whole(&o.full_runs), "sensitivity with --screen-set: inputs re-run at full length (default 5)")(
       "calibration", po::value(&o.calibration), "sensitivity: calibration rows (default: data/calibration.json)")(
       "ranges", po::value(&o.ranges_from),
       "sensitivity: reuse the calibrated ranges of an earlier --json output (same platform, value and overrides)");

@@ -22,7 +22,7 @@ int cmd_litmus(const std::vector<std::string>& args) {
   d.add_options()("help,h", "this help")(
       "platform", po::value(&platform),
       "platform file for every test (default: configs/platforms/kunpeng920.json for AArch64 tests, "
-      "skylake-sp-2s.json for x86 tests)")("runs", po::value(&options.runs)->default_value(1000), "runs per test")(
+      "skylake-sp-2s.json for x86 tests)")("runs", whole(&options.runs)->default_value(Unsigned64{1000}, "1000"), "runs per test")(
       "seed", po::value(&seed)->default_value(Unsigned64{1}, "1"), "seed of the named random streams litmus.home, litmus.start, litmus.jitter, litmus.branch")(
       "kinds", po::value(&kinds_file),
       "herd kinds file (NAME Allowed|Forbidden|Required per line); default: the kinds.txt of each directory "

@@ -267,8 +267,8 @@ int cmd_selftest(const std::vector<std::string>& args) {
   Unsigned64 seed_option{1};
   bool quiet = false;
   po::options_description d("cohsim selftest coherence [options]");
-  d.add_options()("help,h", "this help")("cpus", po::value(&cpus), "CPUs taking part (spread over the machine)")(
-      "ops", po::value(&ops), "operations per CPU (default: 160,000 in all, at least 100 per CPU)")("lines", po::value(&nlines), "shared lines, 1..4096 (false sharing: 8 words each)")(
+  d.add_options()("help,h", "this help")("cpus", whole(&cpus), "CPUs taking part (spread over the machine)")(
+      "ops", whole(&ops), "operations per CPU (default: 160,000 in all, at least 100 per CPU)")("lines", whole(&nlines), "shared lines, 1..4096 (false sharing: 8 words each)")(
       "seed", po::value(&seed_option), "seed (default 1)")("platform", po::value(&platform), "platform file")(
       "quiet,q", po::bool_switch(&quiet), "summary only");
   auto parsed = parse_command_line(

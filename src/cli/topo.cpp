@@ -20,7 +20,7 @@ int cmd_topo(const std::vector<std::string>& args) {
       "every-socket", po::bool_switch(&every_socket),
       "list every socket and NUMA node (machines of more than 8 sockets in node-controller groups are summarised per "
       "group otherwise)")(
-      "from", po::value(&from), "CPU A: show the path to --to")("to", po::value(&to), "CPU B");
+      "from", whole(&from), "CPU A: show the path to --to")("to", whole(&to), "CPU B");
   auto parsed = parse_command_line(args, d, platform_path,
                                    "Shows a platform: the tree, hop paths and unloaded latencies, NUMA nodes and every "
                                    "parameter with its source.");
