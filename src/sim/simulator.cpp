@@ -108,6 +108,17 @@ void Simulator::process_done(Process* p, std::exception_ptr error) {
   const auto fn = e.fn;
   void* const ctx = e.ctx;
   const std::uint64_t arg = e.arg;
+  // The next event's process and frame are likely out of the L1 cache (other
+  // processes ran since it began to wait): start loading them now, while
+  // this event runs.
+  if (!current_tick_.empty()) {
+    const Event& next = current_tick_.peek_front();
+    if (next.fn == &Simulator::resume_event) {
+      const auto* q = static_cast<const Process*>(next.ctx);
+      __builtin_prefetch(q);
+      __builtin_prefetch(q->resume_point_.address());
+    }
+  }
   if (fn == &Simulator::resume_event) [[likely]]
     resume(static_cast<Process*>(ctx), arg);
   else if (fn == &Simulator::timeout_event)
