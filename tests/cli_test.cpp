@@ -82,11 +82,11 @@ std::vector<BadInput> bad_inputs() {
       {"--set without a value", nothing, "--set rounds", {"--set", "expected KEY=VALUE"}},
       // Boost would expand %value% in its own message forever; the user's '%' shows as U+FF05.
       {"an option value that looks like a message placeholder", nothing, "--seed %value%",
-       {"--seed", "\uFF05value\uFF05", "is not a whole number"}},
+       {"--seed", "\uFF05value\uFF05", "is invalid: expected decimal digits"}},
       // Boost reads "-1" for a 64-bit unsigned option as 2^64 - 1.
-      {"a negative seed", nothing, "--seed -1", {"--seed", "'-1'", "is not a whole number from 0 to 18446744073709551615"}},
+      {"a negative seed", nothing, "--seed -1", {"--seed", "'-1'", "expected decimal digits from 0 to 18446744073709551615"}},
       {"a seed too big for 64 bits", nothing, "--seed 18446744073709551616",
-       {"--seed", "'18446744073709551616'", "is not a whole number from 0 to 18446744073709551615"}},
+       {"--seed", "'18446744073709551616'", "expected decimal digits from 0 to 18446744073709551615"}},
       {"absurd CPU count (a million)",
        [](json&, json& p, const TempDir&) {
          set_value(p, "topology.sockets", 64);
@@ -156,9 +156,14 @@ TEST_CASE("topo and selftest refuse a platform that run refuses: a key nobody re
            {"selftest coherence --cpus 2 --ops 10 --seed -1", "'-1'"},
            {"selftest coherence --cpus 2 --ops 0", "--ops"},
            // an int option's value out of int's range, or not a whole number: the message says what it must be
-           {"selftest coherence --cpus 2 --ops 99999999999", "option '--ops' is not a whole number from -2147483648 to 2147483647"},
-           {"selftest coherence --cpus 2.5", "option '--cpus' is not a whole number"},
-           {"topo " + quoted(dir.file("typo.json")) + " --from x", "option '--from' is not a whole number"},
+           {"selftest coherence --cpus 2 --ops 99999999999",
+            "option '--ops' is invalid: expected decimal digits (with '-' for a negative number) from -2147483648 to 2147483647"},
+           {"selftest coherence --cpus 2.5", "option '--cpus' is invalid: expected decimal digits"},
+           {"selftest coherence --cpus +2", "option '--cpus' is invalid: expected decimal digits"},
+           {"topo " + quoted(dir.file("typo.json")) + " --from x", "option '--from' is invalid: expected decimal digits"},
+           // a negative CPU is refused, not taken for "no --from"
+           {"topo " + quoted(source_path("configs/platforms/kunpeng920.json")) + " --from -1 --to -1", "CPU -1 does not exist"},
+           {"topo " + quoted(source_path("configs/platforms/kunpeng920.json")) + " --from -5 --to 3", "CPU -5 does not exist"},
            {"selftest coherence --cpus 2 --lines 4097", "--lines"}}) {
     INFO(c.command);
     const auto r = run_cli(c.command);

@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 #include <system_error>
+#include <type_traits>
 #include <vector>
 
 #include <boost/program_options.hpp>
@@ -77,8 +78,9 @@ void validate(boost::any& out, const std::vector<std::string>& values, Whole<T>*
   T v{};
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);  // no '+', no space
   if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) {
-    po::error_with_option_name e(fmt::format("the argument ('%value%') for option '%canonical_option%' is not a whole "
-                                             "number from {} to {}",
+    po::error_with_option_name e(fmt::format("the argument ('%value%') for option '%canonical_option%' is invalid: "
+                                             "expected decimal digits{} from {} to {}",
+                                             std::is_signed_v<T> ? " (with '-' for a negative number)" : "",
                                              std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
     e.set_substitute("value", s);
     throw e;

@@ -32,9 +32,9 @@ int cmd_topo(const std::vector<std::string>& args) {
   // Model sections (gic, apic, hpet, smmu...) are shown as parameters but not built here.
   const auto& t = m.topology();
   auto& icn = m.interconnect();
-  if ((from >= 0) != (to >= 0)) throw po::error("--from and --to go together");
+  if (parsed->count("from") != parsed->count("to")) throw po::error("--from and --to go together");
   for (int c : {from, to})
-    if (c >= t.cpu_count()) throw config::ConfigError(platform_path, "--from/--to", fmt::format("CPU {} does not exist (0-{})", c, t.cpu_count() - 1));
+    if (parsed->count("from") && (c < 0 || c >= t.cpu_count())) throw config::ConfigError(platform_path, "--from/--to", fmt::format("CPU {} does not exist (0-{})", c, t.cpu_count() - 1));
 
   // Representative unloaded latency per class, from CPU 0.
   json classes = json::object();
