@@ -15,9 +15,11 @@ sizes it reads from the CPU) and a simple branch predictor; it has no
 prefetcher, no TLB and no out-of-order overlap, and its predictor is weaker
 than current hardware's, so the counts are an upper bound on what the
 hardware sees. The estimate charges textbook penalties (ranges: a
-misprediction 15-20 cycles, an L1 miss served by L2 0-14 for instructions
-and 0-15 for data (0 when overlapped), a last-level miss 0-300), on top of
-the instructions at 3-4 per cycle. With the run's CPU seconds per unit and a
+misprediction 15-20 cycles; an L1 miss 0-16, 0 when the out-of-order core
+hides it, 16 an L2 hit on a core of this class; a last-level miss 0-300), on
+top of the instructions at 3-4 per cycle. Cachegrind models no L2: the L1
+penalty assumes the working set fits the L2 (2 MB a core on Sapphire Rapids;
+the 4-CPU tester's does), an L1 miss served by the L3 costs 50-80 cycles. With the run's CPU seconds per unit and a
 clock it prints the cycles the run took and its instructions per cycle. A
 guest without hardware counters does not know its clock: its nominal one
 (/proc/cpuinfo's MHz) is a lower bound when turbo is on, so the instructions
@@ -32,7 +34,7 @@ import sys
 # their mispredictions.
 NEEDED = ["Ir", "I1mr", "ILmr", "D1mr", "DLmr", "D1mw", "DLmw", "Bc", "Bcm", "Bi", "Bim"]
 # (low, high) cycles per event: the stall estimate's bounds.
-PENALTY = {"mispredictions": (15, 20), "I1 misses": (0, 14), "D1 misses": (0, 15), "LL misses": (0, 300)}
+PENALTY = {"mispredictions": (15, 20), "I1 misses": (0, 16), "D1 misses": (0, 16), "LL misses": (0, 300)}
 IPC = (4, 3)  # instructions per cycle without stalls: the low estimate's, the high's
 
 
@@ -61,9 +63,12 @@ def load(path):
     if missing:
         raise BadInput(f"{path}: the profile lacks {', '.join(missing)}: run cachegrind with --cache-sim=yes --branch-sim=yes")
     try:
-        return {e: int(v) for e, v in zip(events, summary)}
+        counts = [int(v) for v in summary]
     except ValueError:
         raise BadInput(f"{path}: the summary line is not a list of counts") from None
+    if len(counts) != len(events):
+        raise BadInput(f"{path}: the summary line has {len(counts)} counts for {len(events)} events")
+    return dict(zip(events, counts))
 
 
 def per_unit(run, baseline, per):
@@ -110,6 +115,9 @@ def main(argv):
             raise BadInput("--seconds-per-unit and --ghz go together")
         run = load(a.profile)
         base = load(a.baseline) if a.baseline else {}
+        took = a.seconds_per_unit * a.ghz * 1e9 if a.ghz is not None else None
+        if took is not None and not (math.isfinite(took) and took >= 1):
+            raise BadInput(f"--seconds-per-unit x --ghz is {took:g} cycles per {a.unit}: expected at least one")
     except BadInput as e:
         print(f"cache_stalls: {e}", file=sys.stderr)
         return 2
@@ -124,7 +132,6 @@ def main(argv):
     low, high = estimate(c)
     print(f"{'estimated cycles':<24}{'':>12}   {low:,.0f}-{high:,.0f}")
     if a.ghz is not None:
-        took = a.seconds_per_unit * a.ghz * 1e9
         print(f"{'cycles taken':<24}{'':>12}   {took:,.0f} ({c['instructions'] / took:.2f} instructions per cycle)")
     return 0
 

@@ -64,7 +64,7 @@ class CacheStallsTest(unittest.TestCase):
              "mispredictions": 4, "  of them indirect": 1}
         low, high = cache_stalls.estimate(c)
         self.assertEqual(low, 1200 / 4 + 4 * 15)
-        self.assertEqual(high, 1200 / 3 + 4 * 20 + 10 * 14 + 10 * 15 + 300)
+        self.assertEqual(high, 1200 / 3 + 4 * 20 + 10 * 16 + 10 * 16 + 300)
         code, out, _ = self.run_main(self.write("p", profile("summary: 1200 10 0 1 10 1 0 0 0 90 3 10 1\n")),
                                      "--seconds-per-unit", "1e-6", "--ghz", "2")
         self.assertEqual(code, 0)
@@ -80,6 +80,9 @@ class CacheStallsTest(unittest.TestCase):
             (no_sim, [], "--cache-sim=yes --branch-sim=yes"),
             (self.write("words", profile("summary: a b c d e f g h i j k l m\n")), [], "not a list of counts"),
             (self.write("ok", profile("summary: 1 1 1 1 1 1 1 1 1 1 1 1 1\n")), ["--ghz", "3"], "go together"),
+            (self.write("short", profile("summary: 100 1 2\n")), [], "3 counts for 13 events"),
+            (self.write("ok3", profile("summary: 1 1 1 1 1 1 1 1 1 1 1 1 1\n")),
+             ["--seconds-per-unit", "1e-200", "--ghz", "1e-200"], "expected at least one"),
         ]
         for path, extra, says in cases:
             with self.subTest(says=says):

@@ -222,8 +222,8 @@ class WatchdogError : public SimError {
   using SimError::SimError;
 };
 
-/// A top-level coroutine and what it is doing now. (On a cache line of its
-/// own: every wait and wake touches the first fields.)
+/// A top-level coroutine and what it is doing now. (Aligned to a cache line:
+/// the fields every wait and wake touch, first, share one line.)
 class alignas(64) Process {
  public:
   const std::string& name() const { return name_; }
