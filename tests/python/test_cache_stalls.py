@@ -4,18 +4,15 @@ profile, the cycle estimate's bounds, and its refusal of bad input.
   /usr/bin/python3 -m unittest discover -s tests/python -v
 """
 
-import importlib.util
 import io
 import tempfile
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-SCRIPT = HERE.parent.parent / "bench" / "cache_stalls.py"
-spec = importlib.util.spec_from_file_location("cache_stalls", SCRIPT)
-cache_stalls = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(cache_stalls)
+import bench_script
+
+cache_stalls = bench_script.load("cache_stalls")
 
 EVENTS = "events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw Bc Bcm Bi Bim\n"
 

@@ -4,19 +4,16 @@ lines to cohsim's components, and its refusal of bad input.
   /usr/bin/python3 -m unittest discover -s tests/python -v
 """
 
-import importlib.util
 import shutil
 import subprocess
 import sys
 import tempfile
 import unittest
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-SCRIPT = HERE.parent.parent / "bench" / "cost_split.py"
-spec = importlib.util.spec_from_file_location("cost_split", SCRIPT)
-cost_split = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(cost_split)
+import bench_script
+
+SCRIPT = bench_script.BENCH / "cost_split.py"
+cost_split = bench_script.load("cost_split")
 
 # callgrind_annotate's function table as it prints it: the common path prefix
 # stripped from some files, an object file or a clone name after the function.
