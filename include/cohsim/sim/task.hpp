@@ -74,10 +74,10 @@ class FramePool {
   static constexpr std::size_t kGrain = 64, kClasses = 64;
   static std::size_t class_of(std::size_t n) { return (n + kGrain - 1) / kGrain - 1; }
   /// Puts new blocks of class c on its list: a slab of about 4 KiB (one
-  /// block, for blocks above 2 KiB), on a 64-byte boundary, so that a block spans no more cache lines than its
-  /// size needs (the allocator's 16-byte alignment put most frames across
-  /// one more line). Slabs are kept for the thread's life, as freed blocks
-  /// are.
+  /// block, for blocks above 2 KiB) on a 64-byte boundary, so that a block
+  /// spans no more cache lines than its size needs (the allocator's 16-byte
+  /// alignment put most frames across one more line). Slabs are kept for
+  /// the thread's life, as freed blocks are.
   [[gnu::noinline]] static void refill(std::size_t c) {
     const std::size_t block = (c + 1) * kGrain, count = std::max<std::size_t>(1, 4096 / block);
     auto* slab = static_cast<char*>(::operator new(block * count, std::align_val_t{kGrain}));
