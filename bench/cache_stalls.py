@@ -27,6 +27,7 @@ per cycle it gives are an upper bound. Exit status 0, or 2 for bad input.
 """
 import argparse
 import math
+import os
 import sys
 
 # cachegrind's event names: instructions, I1/LL instruction misses, data reads
@@ -42,8 +43,15 @@ class BadInput(Exception):
     pass
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse whose refusals are one line and exit 2, like the script's own (not usage + error)."""
+
+    def error(self, message):
+        raise BadInput(message)
+
+
 def load(path):
-    """The summary counts of a cachegrind profile, by event name."""
+    """The summary counts of a cachegrind profile, by event name, and its command line."""
     try:
         with open(path, encoding="utf-8", errors="strict") as f:
             lines = f.read().splitlines()
@@ -52,8 +60,11 @@ def load(path):
     except UnicodeDecodeError:
         raise BadInput(f"{path}: cannot read the profile (not text)") from None
     events = summary = None
+    command = ""
     for line in lines:
-        if line.startswith("events:"):
+        if line.startswith("cmd:"):
+            command = line[4:].strip()
+        elif line.startswith("events:"):
             events = line.split()[1:]
         elif line.startswith(("summary:", "totals:")):
             summary = line.split()[1:]
@@ -68,7 +79,12 @@ def load(path):
         raise BadInput(f"{path}: the summary line is not a list of counts") from None
     if len(counts) != len(events):
         raise BadInput(f"{path}: the summary line has {len(counts)} counts for {len(events)} events")
-    return dict(zip(events, counts))
+    return dict(zip(events, counts)), command
+
+
+def program(command):
+    """The program a profile's command line ran (its file name)."""
+    return os.path.basename(command.split()[0]) if command.split() else ""
 
 
 def per_unit(run, baseline, per):
@@ -94,15 +110,18 @@ def estimate(c):
 
 
 def positive(text):
-    v = float(text)
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
     if not math.isfinite(v) or v <= 0:
         raise argparse.ArgumentTypeError(f"{text}: expected a positive number")
     return v
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description="Cache misses, mispredictions and an estimate of their cycles from a cachegrind profile.",
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap = Parser(description="Cache misses, mispredictions and an estimate of their cycles from a cachegrind profile.",
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("profile", help="cachegrind output file (--cache-sim=yes --branch-sim=yes)")
     ap.add_argument("--baseline", help="a second profile whose counts are subtracted (start-up, set-up)")
     ap.add_argument("--per", type=positive, default=1.0, help="divide by this count (operations, events)")
@@ -113,8 +132,13 @@ def main(argv):
         a = ap.parse_args(argv)
         if (a.seconds_per_unit is None) != (a.ghz is None):
             raise BadInput("--seconds-per-unit and --ghz go together")
-        run = load(a.profile)
-        base = load(a.baseline) if a.baseline else {}
+        run, run_command = load(a.profile)
+        base, base_command = load(a.baseline) if a.baseline else ({}, run_command)
+        if program(base_command) != program(run_command):
+            raise BadInput(f"{a.baseline}: a run of {program(base_command) or 'an unknown program'}, the profile one of "
+                           f"{program(run_command) or 'an unknown program'}: a baseline is the same command doing less")
+        if base and base["Ir"] >= run["Ir"]:
+            raise BadInput(f"{a.profile}: no more instructions than its baseline {a.baseline}: were they swapped?")
         took = a.seconds_per_unit * a.ghz * 1e9 if a.ghz is not None else None
         if took is not None and not (math.isfinite(took) and took >= 1):
             raise BadInput(f"--seconds-per-unit x --ghz is {took:g} cycles per {a.unit}: expected at least one")

@@ -17,8 +17,8 @@ cache_stalls = bench_script.load("cache_stalls")
 EVENTS = "events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw Bc Bcm Bi Bim\n"
 
 
-def profile(summary, events=EVENTS):
-    return "desc: I1 cache: 32768 B, 64 B, 8-way associative\ncmd: x\n" + events + "fl=a.c\nfn=f\n1 2\n" + summary
+def profile(summary, events=EVENTS, cmd="/b/cohsim selftest coherence --ops 10"):
+    return f"desc: I1 cache: 32768 B, 64 B, 8-way associative\ncmd: {cmd}\n" + events + "fl=a.c\nfn=f\n1 2\n" + summary
 
 
 class CacheStallsTest(unittest.TestCase):
@@ -47,7 +47,7 @@ class CacheStallsTest(unittest.TestCase):
         #                        Ir   I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw Bc  Bcm Bi Bim
         run = self.write("run", profile("summary: 1100 30 2 500 25 3 200 15 1 300 40 20 10\n"))
         base = self.write("base", profile("summary: 100 10 0 100 5 1 100 5 1 100 20 10 10\n"))
-        c = cache_stalls.per_unit(cache_stalls.load(run), cache_stalls.load(base), 10)
+        c = cache_stalls.per_unit(cache_stalls.load(run)[0], cache_stalls.load(base)[0], 10)
         self.assertEqual(c["instructions"], 100)
         self.assertEqual(c["I1 misses"], 2)
         self.assertEqual(c["D1 misses"], 3)  # reads and writes
@@ -78,6 +78,12 @@ class CacheStallsTest(unittest.TestCase):
             (self.write("words", profile("summary: a b c d e f g h i j k l m\n")), [], "not a list of counts"),
             (self.write("ok", profile("summary: 1 1 1 1 1 1 1 1 1 1 1 1 1\n")), ["--ghz", "3"], "go together"),
             (self.write("short", profile("summary: 100 1 2\n")), [], "3 counts for 13 events"),
+            # a baseline of more instructions (the two swapped), or of another program
+            (self.write("small", profile("summary: 10 1 1 1 1 1 1 1 1 1 1 1 1\n")),
+             ["--baseline", self.write("big", profile("summary: 20 1 1 1 1 1 1 1 1 1 1 1 1\n"))], "were they swapped?"),
+            (self.write("big2", profile("summary: 20 1 1 1 1 1 1 1 1 1 1 1 1\n")),
+             ["--baseline", self.write("other", profile("summary: 10 1 1 1 1 1 1 1 1 1 1 1 1\n", cmd="/b/engine_bench x"))],
+             "a run of engine_bench, the profile one of cohsim"),
             (self.write("ok3", profile("summary: 1 1 1 1 1 1 1 1 1 1 1 1 1\n")),
              ["--seconds-per-unit", "1e-200", "--ghz", "1e-200"], "expected at least one"),
         ]
@@ -92,6 +98,8 @@ class CacheStallsTest(unittest.TestCase):
             with self.subTest(per=bad):
                 code, _, err = self.run_main(self.write("ok2", profile("summary: 1 1 1 1 1 1 1 1 1 1 1 1 1\n")), "--per", bad)
                 self.assertEqual(code, 2)
+                self.assertIn(f"{bad}: expected a positive number", err)
+                self.assertEqual(len(err.strip().splitlines()), 1)
 
 
 if __name__ == "__main__":
