@@ -48,7 +48,7 @@ int cmd_litmus(const std::vector<std::string>& args) {
     return kOk;
   }
   if (paths.empty()) throw po::error("cohsim litmus needs at least one PATH (a .litmus file, a directory or an @list)");
-  if (options.runs < 1) throw po::error("--runs must be at least 1");
+  if (options.runs < 1) throw config::ConfigError("--runs", "", fmt::format("{}: must be at least 1", options.runs));
   if (!platform.empty()) options.platform = platform;
   try {
     std::vector<std::string> kinds_files;
