@@ -19,8 +19,9 @@ misprediction 15-20 cycles; an L1 miss 0-16, 0 when the out-of-order core
 hides it, 16 an L2 hit on a core of this class; a last-level miss 0-300), on
 top of the instructions at 3-4 per cycle. Cachegrind models no L2: the L1
 penalty assumes the working set fits the L2 (2 MB a core on Sapphire Rapids;
-the 4-CPU tester's does), an L1 miss served by the L3 costs 50-80 cycles. With the run's CPU seconds per unit and a
-clock it prints the cycles the run took and its instructions per cycle. A
+the 4-CPU tester's does), an L1 miss served by the L3 costs 50-80 cycles.
+With the run's CPU seconds per unit and a clock it prints the cycles the run
+took and its instructions per cycle. A
 guest without hardware counters does not know its clock: its nominal one
 (/proc/cpuinfo's MHz) is a lower bound when turbo is on, so the instructions
 per cycle it gives are an upper bound. Exit status 0, or 2 for bad input.
@@ -102,11 +103,18 @@ def per_unit(run, baseline, per):
     }
 
 
+def cycles(c):
+    """(low, high) cycles of each costed row: the instructions at 4 and 3 per
+    cycle, each stall at its low and high penalty."""
+    rows = {"instructions": (c["instructions"] / IPC[0], c["instructions"] / IPC[1])}
+    rows.update({k: (c[k] * p[0], c[k] * p[1]) for k, p in PENALTY.items()})
+    return rows
+
+
 def estimate(c):
-    """(low, high) cycles: the instructions at 4 and 3 per cycle plus the stalls at their low and high penalties."""
-    low = c["instructions"] / IPC[0] + sum(c[k] * p[0] for k, p in PENALTY.items())
-    high = c["instructions"] / IPC[1] + sum(c[k] * p[1] for k, p in PENALTY.items())
-    return low, high
+    """(low, high) cycles in all: the sums of the rows' bounds."""
+    rows = cycles(c).values()
+    return sum(r[0] for r in rows), sum(r[1] for r in rows)
 
 
 def positive(text):
@@ -146,12 +154,12 @@ def main(argv):
         print(f"cache_stalls: {e}", file=sys.stderr)
         return 2
     c = per_unit(run, base, a.per)
+    rows = cycles(c)
     print(f"{'per ' + a.unit:<24}{'count':>12}   cycles (low-high)")
     for k, v in c.items():
-        p = PENALTY.get(k)
-        cyc = f"{v * p[0]:,.0f}-{v * p[1]:,.0f}" if p else ""
+        cyc = f"{rows[k][0]:,.0f}-{rows[k][1]:,.0f}" if k in rows else ""
         if k == "instructions":
-            cyc = f"{v / IPC[0]:,.0f}-{v / IPC[1]:,.0f} (at {IPC[0]}-{IPC[1]} per cycle)"
+            cyc += f" (at {IPC[0]}-{IPC[1]} per cycle)"
         print(f"{k:<24}{v:>12,.2f}   {cyc}")
     low, high = estimate(c)
     print(f"{'estimated cycles':<24}{'':>12}   {low:,.0f}-{high:,.0f}")

@@ -32,9 +32,10 @@ int cmd_topo(const std::vector<std::string>& args) {
   // Model sections (gic, apic, hpet, smmu...) are shown as parameters but not built here.
   const auto& t = m.topology();
   auto& icn = m.interconnect();
-  if (parsed->count("from") != parsed->count("to")) throw po::error("--from and --to go together");
+  const bool path_asked = parsed->count("from") != 0;
+  if (path_asked != (parsed->count("to") != 0)) throw po::error("--from and --to go together");
   for (int c : {from, to})
-    if (parsed->count("from") && (c < 0 || c >= t.cpu_count())) throw config::ConfigError(platform_path, "--from/--to", fmt::format("CPU {} does not exist (0-{})", c, t.cpu_count() - 1));
+    if (path_asked && (c < 0 || c >= t.cpu_count())) throw config::ConfigError(platform_path, "--from/--to", fmt::format("CPU {} does not exist (0-{})", c, t.cpu_count() - 1));
 
   // Representative unloaded latency per class, from CPU 0.
   json classes = json::object();
@@ -72,7 +73,7 @@ int cmd_topo(const std::vector<std::string>& args) {
     json out = {{"platform", m.name()}, {"cpus", t.cpu_count()}, {"sockets", t.sockets()}, {"dies", t.die_count()},
                 {"clusters", t.cluster_count()}, {"cores", t.core_count()}, {"threads_per_core", t.threads_per_core()},
                 {"nodes", t.node_count()}, {"node_table", nodes}, {"hop_classes", classes}, {"parameters", params}};
-    if (from >= 0) {
+    if (path_asked) {
       const auto& p = icn.path(from, to);
       json hops = json::array();
       for (const auto& step : p.steps) hops.push_back(icn.step_name(step));
@@ -148,7 +149,7 @@ int cmd_topo(const std::vector<std::string>& args) {
     std::cout << fmt::format("  (CPU 0's group in full, one node per other group: the others of a group are as far "
                              "from CPU 0; --every-socket lists {} nodes)\n",
                              t.node_count());
-  if (from >= 0) {
+  if (path_asked) {
     const auto& p = icn.path(from, to);
     std::cout << fmt::format("\npath CPU {} -> CPU {} ({}): ", from, to, topo::hop_class_name(t.hop_class(from, to)));
     for (std::size_t i = 0; i < p.steps.size(); ++i) std::cout << (i ? " -> " : "") << icn.step_name(p.steps[i]);

@@ -37,10 +37,7 @@ class CacheStallsTest(unittest.TestCase):
     def run_main(self, *args):
         out, err = io.StringIO(), io.StringIO()
         with redirect_stdout(out), redirect_stderr(err):
-            try:
-                code = cache_stalls.main(list(args))
-            except SystemExit as e:  # argparse's own refusals
-                code = e.code
+            code = cache_stalls.main(list(args))
         return code, out.getvalue(), err.getvalue()
 
     def test_counts_are_grouped_and_divided_after_the_baseline(self):
