@@ -265,7 +265,7 @@ TEST_CASE("a link forgets bookings that ended before the current time", "[interc
   r.run();
   const auto& link = icn.links()[static_cast<std::size_t>(icn.path(0, 1).steps[0].link)];
   CHECK(link.messages == static_cast<std::uint64_t>(n));
-  CHECK(link.ports[0].bookings() <= 1);
+  CHECK(link.port(0).bookings() <= 1);
 }
 
 namespace {

@@ -132,8 +132,11 @@ int Interconnect::link_id(HopClass c, LinkKey k) {
                                static_cast<std::uint64_t>(k.b) << 20 | static_cast<std::uint64_t>(k.c);
   auto [it, inserted] = link_ids_.try_emplace(packed, static_cast<int>(links_.size()));
   if (inserted) {
-    links_.push_back(Link{.cls = c, .occupancy = cost(c).occupancy, .name = link_name(k),
-                          .ports = std::vector<LinkTimeline>(static_cast<std::size_t>(ports(c)))});
+    links_.push_back(Link{.occupancy = cost(c).occupancy,
+                          .first_port = {},
+                          .more_ports = std::vector<LinkTimeline>(static_cast<std::size_t>(ports(c) - 1)),
+                          .cls = c,
+                          .name = link_name(k)});
   }
   return it->second;
 }
@@ -274,15 +277,15 @@ Tick Interconnect::reserve_contended(Link& l, Tick ready) {
   const Tick now = sim_.now();
   // The first of the ports free earliest (most links have one; the first
   // dropped its ended bookings in reserve()).
-  auto port = l.ports.begin();
+  LinkTimeline* port = &l.first_port;
   Tick start = port->earliest(ready, occupancy);
   // No port starts before `ready`: when one is free then, it is the first of
   // those free earliest (the others drop their ended bookings when a message
   // next looks at them).
-  for (auto other = port + 1; start != ready && other != l.ports.end(); ++other) {
+  for (auto other = l.more_ports.begin(); start != ready && other != l.more_ports.end(); ++other) {
     other->forget_before(now);
     if (const Tick s = other->earliest(ready, occupancy); s < start) {
-      port = other;
+      port = &*other;
       start = s;
     }
   }

@@ -194,10 +194,10 @@ json link_report(Machine& m, std::size_t n) {
   json out = json::array();
   for (std::size_t i = 0; i < busiest.size() && i < n; ++i) {
     const auto& l = *busiest[i];
-    const double capacity_ns = window_ns * static_cast<double>(l.ports.size());
+    const double capacity_ns = window_ns * static_cast<double>(l.port_count());
     out.push_back({{"link", l.name},
                    {"class", topo::hop_class_name(l.cls)},
-                   {"ports", l.ports.size()},
+                   {"ports", l.port_count()},
                    {"messages", l.messages},
                    {"busy_ns", sim::to_ns(l.busy)},
                    {"utilisation", capacity_ns > 0 ? sim::to_ns(l.busy) / capacity_ns : 0.0},

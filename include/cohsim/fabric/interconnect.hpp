@@ -40,16 +40,24 @@ struct HopCost {
 
 /// One physical link in one direction (a ring or mesh segment, a die-to-die,
 /// socket or node-controller link) or one shared medium (a cluster bus, a core).
-struct Link {
-  HopClass cls;
+/// A message takes whichever of its ports is free first. (The fields every
+/// message crossing it touches come first and fill one cache line, the
+/// struct aligned to it: on a big machine a path's links are rarely in the
+/// host's cache, and each line fewer is a miss fewer per hop.)
+struct alignas(64) Link {
   Tick occupancy = 0;  ///< per message: the class occupancy
-  std::string name;
-  std::vector<LinkTimeline> ports;  ///< a message takes whichever port is free first
   std::uint64_t messages = 0;
-  Tick busy = 0;           ///< total occupancy, for utilisation
-  Tick queued = 0;         ///< total time messages waited for this link
-  Tick max_queued = 0;     ///< longest single wait
+  Tick busy = 0;                         ///< total occupancy, for utilisation
+  LinkTimeline first_port;               ///< port 0
+  std::vector<LinkTimeline> more_ports;  ///< ports 1, 2, ... (most links have one port)
+  HopClass cls = HopClass::smt;
+  std::string name;
+  Tick queued = 0;      ///< total time messages waited for this link
+  Tick max_queued = 0;  ///< longest single wait
+  std::size_t port_count() const { return 1 + more_ports.size(); }
+  const LinkTimeline& port(std::size_t i) const { return i == 0 ? first_port : more_ports[i - 1]; }
 };
+static_assert(3 * sizeof(Tick) + sizeof(LinkTimeline) <= 64, "a link's hot fields fill one cache line");
 
 /// How a die's on-chip network is laid out: a bidirectional ring of `stops`,
 /// or a `columns` x `rows` mesh routed X then Y.
@@ -167,7 +175,7 @@ class Interconnect {
     ++l.messages;
     if (l.occupancy == 0) return ready;
     // Most messages find the link's first port free when they reach it.
-    if (l.ports.front().book_if_free(sim_.now(), ready, l.occupancy)) {
+    if (l.first_port.book_if_free(sim_.now(), ready, l.occupancy)) {
       l.busy += l.occupancy;
       return ready;
     }
