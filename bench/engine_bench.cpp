@@ -74,12 +74,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 struct WorkloadResult {
   std::string name;
   std::uint64_t expected = 0;

@@ -5,12 +5,12 @@
 //
 //   tester_floor [--cpus N] [--ops N] [--lines N] [--seed N] [--reps N] [--no-draws]
 //
-// It runs the tester's operations (each CPU's own, drawn from the same named
-// random streams with the same draws: the counter gets the same increments;
-// the same 8 falsely shared lines plus the counter; private caches of 4
-// lines, 2-way, as the tester's 256-byte caches; a jitter of 0-300 ns before
-// each access) on the leanest model written that still moves every coherence
-// message as an event:
+// It runs the tester's operations (each CPU's own: drawn by the tester's own
+// function, models/workloads/tester_ops.hpp, from the same named random
+// streams; the same 8 falsely shared lines plus the counter; private caches
+// of 4 lines, 2-way, as the tester's 256-byte caches; a jitter of 0-300 ns
+// before each load and store, as the tester draws) on the leanest model
+// written that still moves every coherence message as an event:
 //
 //   - an event queue of plain structs (a vector kept sorted: it holds a few
 //     events per CPU), no coroutines, no processes;
@@ -22,9 +22,13 @@
 //     at the requester; an eviction is an event at the home; a hit, a
 //     barrier and a jitter delay are one event each;
 //   - one access at a time per CPU (no store buffer, no loads in flight);
+//     an increment fetches the counter's line as a store does (the tester
+//     on Kunpeng 920 executes it in the die's L3: a request and a reply too);
 //   - the checks at their cheapest: the single-writer rule at every
 //     transaction (an owner has no other sharer), each access logged and
-//     each CPU's log checked in program order at the end.
+//     each CPU's log checked in program order at the end. They are there to
+//     be paid for, as the tester pays for its own: this protocol makes them
+//     hold by construction, so they are no evidence of its correctness.
 //
 // What it leaves out (the store buffer and loads in flight, the L2 and the
 // die's L3, link timelines and the interconnect's paths, transient states
@@ -38,8 +42,8 @@
 // Prints the median over --reps runs of the time per operation (thread CPU
 // time), events per operation, the protocol's counts, and (unless
 // --no-draws) the time of the random draws alone, timed in runs alternated
-// with the floor's. Exit 1 if a check fails (the floor's protocol would be
-// wrong and its figure void), 2 on bad arguments.
+// with the floor's. Exit 1 if a check fails (which this protocol rules out
+// by construction), 2 on bad arguments.
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -52,6 +56,7 @@
 #include <fmt/format.h>
 
 #include "cohsim/sim/random.hpp"
+#include "models/workloads/tester_ops.hpp"
 #include "workloads.hpp"
 
 namespace {
@@ -83,39 +88,17 @@ struct Later {
   bool operator()(const Event& a, const Event& b) const { return a.at != b.at ? a.at > b.at : a.seq > b.seq; }
 };
 
-enum class Op { load, store, half_load, increment, barrier };
-struct Draw {
-  Op op;
-  std::uint32_t line, word;
-};
+using cohsim::models::TesterOp;
 
-/// One operation as the tester draws it on arm (`tester` in
-/// src/cli/selftest.cpp): the same draws in the same order, so the same
-/// stream gives the same operations.
-Draw draw(cohsim::sim::RandomStream& rng, std::uint32_t nlines) {
-  const auto line = static_cast<std::uint32_t>(rng.below(nlines));
-  const std::uint32_t word = line * 8 + static_cast<std::uint32_t>(rng.below(8));
-  switch (rng.below(6)) {
-    case 0:
-    case 1:
-      rng.below(4);  // the load's order
-      rng.below(4);  // how many loads stay in flight
-      return {Op::load, line, word};
-    case 2: rng.below(4); return {Op::store, line, word};  // its order
-    case 3: rng.below(2); return {Op::half_load, line, word};  // which half
-    case 4: rng.below(4); return {Op::increment, line, word};  // its order
-    default:
-      rng.below(2);  // domain
-      rng.below(3);  // type
-      rng.below(4);  // dsb or dmb
-      return {Op::barrier, line, word};
-  }
-}
+/// Whether the tester draws a jitter before an operation of this kind (a
+/// load's in `Cpu::perform_load`, a store's at its write port; an atomic
+/// increment and a barrier draw none).
+bool jittered(TesterOp::Kind k) { return k != TesterOp::Kind::increment && k != TesterOp::Kind::barrier; }
 
-/// The draws alone, for `cpus` x `ops` operations and a jitter per access:
-/// the random numbers' share of the floor. Returns a sum of what was drawn
-/// (so that nothing is optimised away). Not inlined, nor is Floor::run, so
-/// that a profile gives each its own cost.
+/// The draws alone, for `cpus` x `ops` operations and their jitters: the
+/// random numbers' share of the floor. Returns a sum of what was drawn (so
+/// that nothing is optimised away). Not inlined, nor is Floor::run, so that
+/// a profile gives each its own cost.
 [[gnu::noinline]] std::uint64_t draws_only(int cpus, int ops, int nlines, std::uint64_t seed) {
   std::vector<cohsim::sim::RandomStream> rngs;
   for (int i = 0; i < cpus; ++i) rngs.emplace_back(seed, fmt::format("selftest.cpu{}", cpu_id(i, cpus)));
@@ -123,9 +106,9 @@ Draw draw(cohsim::sim::RandomStream& rng, std::uint32_t nlines) {
   std::uint64_t sum = 0;
   for (int k = 0; k < ops; ++k)
     for (auto& rng : rngs) {
-      const Draw d = draw(rng, static_cast<std::uint32_t>(nlines));
-      sum += d.word;
-      if (d.op != Op::barrier) sum += jitter.below(kJitterMax);
+      const TesterOp op = cohsim::models::draw_tester_op(rng, static_cast<std::size_t>(nlines), /*arm=*/true);
+      sum += op.word;
+      if (jittered(op.kind)) sum += jitter.below(kJitterMax);
     }
   return sum;
 }
@@ -242,23 +225,27 @@ class Floor {
     if (c.ops_left-- == 0) return true;
     ++counts_.ops;
     const auto nlines = static_cast<std::uint32_t>(lines_.size() - 1);
-    const Draw d = draw(rngs_[slot(c)], nlines);
-    c.line = d.op == Op::increment ? nlines : d.line;  // the last line is the counter
-    c.word = d.op == Op::increment ? nlines * 8 : d.word;
-    switch (d.op) {
-      case Op::load: return begin_access(c, false, true);
-      case Op::store: return begin_access(c, true, true);
-      case Op::half_load: return begin_access(c, false, false);
-      case Op::increment: return begin_access(c, true, false);
-      case Op::barrier: break;
+    const TesterOp op = cohsim::models::draw_tester_op(rngs_[slot(c)], nlines, /*arm=*/true);
+    const bool increment = op.kind == TesterOp::Kind::increment;
+    c.line = increment ? nlines : static_cast<std::uint32_t>(op.line);  // the last line is the counter
+    c.word = c.line * 8 + (increment ? 0 : op.word);
+    switch (op.kind) {
+      case TesterOp::Kind::load: return begin_access(c, op.kind, true);
+      case TesterOp::Kind::store: return begin_access(c, op.kind, true);
+      case TesterOp::Kind::half_load: return begin_access(c, op.kind, false);
+      case TesterOp::Kind::increment: return begin_access(c, op.kind, false);
+      case TesterOp::Kind::barrier: break;
     }
     schedule(now_ + kBarrier, slot(c), kStart, 0, 0);
     return true;
   }
 
-  bool begin_access(Cpu& c, bool write, bool log) {
-    c.write = write;
+  /// Starts an access of kind k (logged when the tester logs it), after
+  /// the jitter the tester draws before it, if any.
+  bool begin_access(Cpu& c, TesterOp::Kind k, bool log) {
+    c.write = k == TesterOp::Kind::store || k == TesterOp::Kind::increment;
     c.log = log;
+    if (!jittered(k)) return access(c);
     schedule(now_ + jitter_.below(kJitterMax), slot(c), kAccess, 0, 0);
     return true;
   }
@@ -380,17 +367,14 @@ class Floor {
   mutable std::string failure_;  // the first violation
 };
 
-[[noreturn]] void usage(const std::string& why, int code = 2) {
-  std::fprintf(code == 0 ? stdout : stderr,
-               "%s%susage: tester_floor [--cpus N] [--ops N] [--lines N] [--seed N] [--reps N] [--no-draws]\n",
-               why.c_str(), why.empty() ? "" : "\n");
-  std::exit(code);
+/// Bad input: one line on stderr, exit 2.
+[[noreturn]] void refuse(const std::string& why) {
+  std::fprintf(stderr, "tester_floor: %s\n", why.c_str());
+  std::exit(2);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+/// At most this many operations in all: each CPU's log holds 12 bytes per operation.
+constexpr unsigned long long kMaxTotalOps = 200'000'000;
 
 }  // namespace
 
@@ -400,33 +384,39 @@ int main(int argc, char** argv) {
   bool draws_alone = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--help" || a == "-h")
-      usage("tester_floor: the random coherence tester's operations on the leanest model that moves every\n"
-            "message as an event: its time per operation on this host bounds what a leaner implementation\n"
-            "could give (docs/performance.md, \"A floor for the random tester\"). Defaults: --cpus 4\n"
-            "--ops 100000 (per CPU) --lines 8 --seed 1 --reps 5; --no-draws skips timing the draws alone.",
-            0);
-    if (a == "--no-draws") {  // the floor only (for a profile of it)
+    if (a == "--help" || a == "-h") {
+      std::printf(
+          "usage: tester_floor [--cpus N] [--ops N] [--lines N] [--seed N] [--reps N] [--no-draws]\n"
+          "The random coherence tester's operations (those of `cohsim selftest coherence`, same seed) on\n"
+          "the leanest model that moves every message as an event, timed on this host: what a leaner\n"
+          "implementation could give (docs/performance.md, \"A floor for the random tester\").\n"
+          "Defaults: --cpus 4 (1-64) --ops 100000 per CPU --lines 8 (1-4096) --seed 1 --reps 5 (1-1000);\n"
+          "--no-draws: the floor only, without timing the random draws alone (for a profile of it).\n");
+      return 0;
+    }
+    if (a == "--no-draws") {
       draws_alone = false;
       continue;
     }
-    if (i + 1 >= argc) usage(fmt::format("tester_floor: {}: a value is expected after it", a));
+    if (a != "--cpus" && a != "--ops" && a != "--lines" && a != "--seed" && a != "--reps")
+      refuse(fmt::format("unknown option '{}' (--help lists them)", a));
+    if (i + 1 >= argc) refuse(fmt::format("{}: a value is expected after it", a));
     const std::string v = argv[++i];
     auto number = [&](unsigned long long lo, unsigned long long hi) {
       errno = 0;
-      char* end = nullptr;
-      const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+      const unsigned long long x = std::strtoull(v.c_str(), nullptr, 10);
       if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || errno != 0 || x < lo || x > hi)
-        usage(fmt::format("tester_floor: {} {}: expected a whole number from {} to {}", a, v, lo, hi));
+        refuse(fmt::format("{} {}: expected a whole number from {} to {}", a, v, lo, hi));
       return x;
     };
     if (a == "--cpus") cpus = static_cast<int>(number(1, 64));
-    else if (a == "--ops") ops = static_cast<int>(number(1, 100'000'000));
+    else if (a == "--ops") ops = static_cast<int>(number(1, kMaxTotalOps));
     else if (a == "--lines") nlines = static_cast<int>(number(1, 4096));
     else if (a == "--seed") seed = number(0, ~0ull);
-    else if (a == "--reps") reps = static_cast<int>(number(1, 1000));
-    else usage(fmt::format("tester_floor: unknown option {}", a));
+    else reps = static_cast<int>(number(1, 1000));
   }
+  if (static_cast<unsigned long long>(cpus) * static_cast<unsigned long long>(ops) > kMaxTotalOps)
+    refuse(fmt::format("--cpus {} x --ops {}: at most {} operations in all", cpus, ops, kMaxTotalOps));
   std::vector<double> floor_ns, draws_ns;  // per op
   Counts counts;
   std::uint64_t counter = 0, sink = 0;
@@ -450,7 +440,7 @@ int main(int argc, char** argv) {
     sw2.stop(m);
     draws_ns.push_back(1e9 * m.cpu_seconds / total_ops);
   }
-  const double ns = median(floor_ns);
+  const double ns = cohsim_bench::median(floor_ns);
   const double events_per_op = static_cast<double>(counts.events) / total_ops;
   fmt::print("tester floor: {} CPUs x {} ops on {} lines, seed {} (medians of {} runs, thread CPU time)\n", cpus, ops,
              nlines, seed, reps);
@@ -461,7 +451,7 @@ int main(int argc, char** argv) {
              *std::min_element(floor_ns.begin(), floor_ns.end()), *std::max_element(floor_ns.begin(), floor_ns.end()),
              ns / events_per_op);
   if (!draws_alone) return 0;
-  const double draws = median(draws_ns);
+  const double draws = cohsim_bench::median(draws_ns);
   fmt::print("  of which the random draws alone: {:.0f} ns per op (runs {:.0f}-{:.0f}; checksum {})\n", draws,
              *std::min_element(draws_ns.begin(), draws_ns.end()), *std::max_element(draws_ns.begin(), draws_ns.end()),
              sink % 1000);

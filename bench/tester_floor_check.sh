@@ -1,7 +1,9 @@
 #!/bin/sh
 # The floor (tester_floor) runs each CPU's operations as `cohsim selftest
-# coherence` draws them: both must make the same number of increments of the
-# counter, for a few CPU counts. Usage: tester_floor_check.sh TESTER_FLOOR COHSIM
+# coherence` draws them (one function draws them for both; this checks that
+# the floor gives it the same streams, CPUs and lines): both must make the
+# same number of increments of the counter, for a few CPU counts.
+# Usage: tester_floor_check.sh TESTER_FLOOR COHSIM
 set -eu
 floor=$1 cohsim=$2
 for cpus in 1 4 16; do

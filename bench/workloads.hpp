@@ -9,9 +9,11 @@
 // must equal Simulator::events_executed(), which the bench checks.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <ctime>
+#include <vector>
 
 namespace cohsim_bench {
 
@@ -53,6 +55,13 @@ struct Measurement {
   double events_per_s() const { return cpu_seconds > 0 ? static_cast<double>(events) / cpu_seconds : 0; }
   double wall_events_per_s() const { return wall_seconds > 0 ? static_cast<double>(events) / wall_seconds : 0; }
 };
+
+/// The median of timed runs (the mean of the middle two for an even count; v not empty).
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 /// Measures CPU (CLOCK_THREAD_CPUTIME_ID) and wall time from construction.
 class Stopwatch {

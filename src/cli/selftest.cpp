@@ -14,6 +14,7 @@
 
 #include "cli.hpp"
 #include "cohsim/sim/random.hpp"
+#include "models/workloads/tester_ops.hpp"
 
 namespace cohsim::cli {
 
@@ -146,38 +147,37 @@ sim::Task<void> tester(cpu::Cpu& c, const std::vector<fabric::Addr>& lines, int 
   };
   std::uint64_t written = 0;
   for (int i = 0; i < ops; ++i) {
-    fabric::Addr line = lines[rng.below(lines.size())];
-    fabric::Addr word = line + 8 * rng.below(8);
-    const auto order = [&](Order weak, Order strong) { return c.is_arm() && rng.below(4) == 0 ? strong : weak; };
-    switch (rng.below(6)) {
-      case 0:
-      case 1: {
-        const Order o = c.is_arm() ? std::array{Order::relaxed, Order::relaxed, Order::acquire, Order::acquire_pc}[rng.below(4)]
+    const models::TesterOp op = models::draw_tester_op(rng, lines.size(), c.is_arm());
+    const fabric::Addr word = lines[op.line] + 8 * op.word;
+    switch (op.kind) {
+      case models::TesterOp::Kind::load: {
+        const Order o = c.is_arm() ? std::array{Order::relaxed, Order::relaxed, Order::acquire,
+                                                Order::acquire_pc}[op.load_order]
                                    : Order::relaxed;
         log->push_back({word, 0, false});
         loads.push_back({c.issue_load(word, 8, o), log->size() - 1});
-        co_await settle(rng.below(4));  // up to three loads stay in flight
+        co_await settle(op.keep_in_flight);  // up to three loads stay in flight
         break;
       }
-      case 2: {
+      case models::TesterOp::Kind::store: {
         const std::uint64_t v = (static_cast<std::uint64_t>(c.id()) + 1) << 32 | ++written;  // unique (CoherenceOrder reads it)
         log->push_back({word, v, true});
-        co_await c.store(word, 8, v, order(Order::relaxed, Order::release));
+        co_await c.store(word, 8, v, op.strong ? Order::release : Order::relaxed);
         break;
       }
-      case 3: co_await c.load(word + 4 * rng.below(2), 4); break;  // a half word: forwarding refused
-      case 4:
-        co_await c.rmw(counter, 8, fabric::RmwOp::add, 1, 0, order(Order::full, Order::relaxed));
+      case models::TesterOp::Kind::half_load: co_await c.load(word + 4 * op.half, 4); break;  // a half word: forwarding refused
+      case models::TesterOp::Kind::increment:
+        co_await c.rmw(counter, 8, fabric::RmwOp::add, 1, 0, op.strong ? Order::relaxed : Order::full);
         ++*increments;
         break;
-      default:
+      case models::TesterOp::Kind::barrier:
         if (!c.is_arm()) {
-          if (rng.below(2) == 0) co_await c.mfence();
-          else co_await c.lfence();
+          if (op.lfence) co_await c.lfence();
+          else co_await c.mfence();
         } else {
-          const auto domain = std::array{cpu::Domain::ish, cpu::Domain::sy}[rng.below(2)];
-          const auto type = std::array{cpu::BarrierType::all, cpu::BarrierType::st, cpu::BarrierType::ld}[rng.below(3)];
-          if (rng.below(4) == 0) co_await c.dsb(domain, type);
+          const auto domain = std::array{cpu::Domain::ish, cpu::Domain::sy}[op.domain];
+          const auto type = std::array{cpu::BarrierType::all, cpu::BarrierType::st, cpu::BarrierType::ld}[op.type];
+          if (op.dsb) co_await c.dsb(domain, type);
           else co_await c.dmb(domain, type);
         }
         break;
