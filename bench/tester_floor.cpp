@@ -419,7 +419,7 @@ int main(int argc, char** argv) {
     refuse(fmt::format("--cpus {} x --ops {}: at most {} operations in all", cpus, ops, kMaxTotalOps));
   std::vector<double> floor_ns, draws_ns;  // per op
   Counts counts;
-  std::uint64_t counter = 0, sink = 0;
+  std::uint64_t counter = 0, checksum = 0;  // checksum: of one run's draws (the same in every run)
   const double total_ops = static_cast<double>(cpus) * ops;
   for (int r = 0; r < reps; ++r) {  // the floor and the draws alone, alternated
     Floor f(cpus, ops, nlines, seed);
@@ -436,7 +436,7 @@ int main(int argc, char** argv) {
     floor_ns.push_back(1e9 * m.cpu_seconds / total_ops);
     if (!draws_alone) continue;
     const cohsim_bench::Stopwatch sw2;
-    sink += draws_only(cpus, ops, nlines, seed);
+    checksum = draws_only(cpus, ops, nlines, seed);
     sw2.stop(m);
     draws_ns.push_back(1e9 * m.cpu_seconds / total_ops);
   }
@@ -454,6 +454,6 @@ int main(int argc, char** argv) {
   const double draws = cohsim_bench::median(draws_ns);
   fmt::print("  of which the random draws alone: {:.0f} ns per op (runs {:.0f}-{:.0f}; checksum {})\n", draws,
              *std::min_element(draws_ns.begin(), draws_ns.end()), *std::max_element(draws_ns.begin(), draws_ns.end()),
-             sink % 1000);
+             checksum % 1000);
   return 0;
 }
