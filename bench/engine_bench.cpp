@@ -41,11 +41,12 @@ struct Options {
   PingPongParams pingpong;
 };
 
+constexpr const char* kUsage =
+    "usage: engine_bench [--json] [--reps N] [--warmup N] [--tasks N] [--iterations N] [--pairs N] [--rounds N] "
+    "[--no-systemc]\n";
+
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr,
-               "engine_bench: %s\nusage: engine_bench [--json] [--reps N] [--warmup N] [--tasks N] "
-               "[--iterations N] [--pairs N] [--rounds N] [--no-systemc]\n",
-               why);
+  std::fprintf(stderr, "engine_bench: %s\n%s", why, kUsage);
   std::exit(2);
 }
 
@@ -70,13 +71,13 @@ Options parse(int argc, char** argv) {
     else if (a == "--rounds") o.pingpong.rounds = number(1);
     else if (a == "--help" || a == "-h") {
       std::printf(
-          "usage: engine_bench [--json] [--reps N] [--warmup N] [--tasks N] [--iterations N] [--pairs N] "
-          "[--rounds N] [--no-systemc]\n"
+          "%s"
           "The cohsim discrete-event core against SystemC in one process: (a) --tasks tasks (default 1000)\n"
           "each doing --iterations timed waits of 1-7 ns (default 5000); (b) --pairs pairs (default 500)\n"
           "bouncing a token --rounds times (default 10000) through notify/wait at zero time. Each runs\n"
           "--warmup untimed (default 1) and --reps timed times (default 3) per engine, alternated; the\n"
-          "figures are medians in events per second of thread CPU time (--json: wall-clock rates too).\n");
+          "figures are medians in events per second of thread CPU time (--json: wall-clock rates too).\n",
+          kUsage);
       std::exit(0);
     }
     else usage(("unknown option " + a).c_str());

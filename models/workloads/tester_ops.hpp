@@ -7,10 +7,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "cohsim/sim/random.hpp"
 
 namespace cohsim::models {
+
+/// The named random streams of the tester: CPU `cpu`'s operations, and the
+/// jitter every CPU draws before its loads and stores (one stream for all).
+inline sim::RandomStream tester_op_stream(std::uint64_t seed, int cpu) {
+  return sim::RandomStream(seed, "selftest.cpu" + std::to_string(cpu));
+}
+inline sim::RandomStream tester_jitter_stream(std::uint64_t seed) { return sim::RandomStream(seed, "selftest.jitter"); }
 
 /// One tester operation, as drawn.
 struct TesterOp {

@@ -133,7 +133,7 @@ struct Access {
 sim::Task<void> tester(cpu::Cpu& c, const std::vector<fabric::Addr>& lines, int ops, std::uint64_t seed,
                        std::uint64_t* increments, fabric::Addr counter, std::vector<Access>* log) {
   using cpu::Order;
-  sim::RandomStream rng(seed, fmt::format("selftest.cpu{}", c.id()));
+  sim::RandomStream rng = models::tester_op_stream(seed, c.id());
   struct InFlight {
     cpu::LoadFuture value;
     std::size_t entry;
@@ -313,7 +313,7 @@ int cmd_selftest(const std::vector<std::string>& args) {
   m.fabric().set_write_observer([&](fabric::Addr a, int size, std::uint64_t v) {
     if (size == 8 && a != counter) order.wrote(a, v);
   });
-  sim::RandomStream jitter(seed, "selftest.jitter");
+  sim::RandomStream jitter = models::tester_jitter_stream(seed);
   const int stride = std::max(1, m.cpu_count() / cpus);
   std::vector<int> ids;
   for (int i = 0; i < cpus; ++i) {
