@@ -344,7 +344,8 @@ def every_point_tables(data, metrics, variants, baseline, units, measured):
     nseeds = max(len({r["seed"] for r in runs_at(runs, dict(zip(swept, p)))}) for p in points)
     blocks = []
     for m in metrics:
-        here = [r for r in measured if r["metric"] == m]
+        # a row of another variant than those swept is not this sweep's measurement
+        here = [r for r in measured if r["metric"] == m and r["variant"] in (None, *variants)]
         rows = []
         for p in points:
             at = runs_at(runs, dict(zip(swept, p)))
@@ -357,7 +358,8 @@ def every_point_tables(data, metrics, variants, baseline, units, measured):
                                                cr.fmt_pct(cr.pct_diff(s["median"], base["median"]))))
             if here:
                 fit = [r for r in here if r["x"] == p[0] and r["combo"] == dict(zip(swept[1:], p[1:]))]
-                cells.append(", ".join("%s ±%s%%" % (cr.fmt_num(r["value"]), cr.fmt_num(r["tolerance_pct"]))
+                cells.append(", ".join("%s%s ±%s%%" % (r["variant"] + " " if r["variant"] and len(variants) > 1 else "",
+                                                        cr.fmt_num(r["value"]), cr.fmt_num(r["tolerance_pct"]))
                                        for r in fit) or "-")
             rows.append(list(p) + cells)
         heads = list(swept) + [v + (" (base)" if v == baseline and len(variants) > 1 else "")

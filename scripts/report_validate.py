@@ -40,10 +40,11 @@ def load_validate(path):
 
 def _band(r):
     """The predictions row r accepts: (low, high); high is None for a lower bound."""
-    m, tol = r["measured"], r["tolerance_pct"] / 100.0
+    m = r["measured"]
+    tol = r["tolerance_abs"] if "tolerance_abs" in r else abs(m) * r["tolerance_pct"] / 100.0
     if r.get("bound") == "at_least":
-        return m * (1 - tol), None
-    return m * (1 - tol), m * (1 + tol)
+        return m - tol, None
+    return m - tol, m + tol
 
 
 def plot_parity(plt, rows, out_dir, plots):
@@ -102,6 +103,8 @@ def plot_parity(plt, rows, out_dir, plots):
 
 
 def plot_errors(plt, rows, out_dir, plots):
+    absolute = [r for r in rows if "tolerance_abs" in r]  # judged in their unit: a percent error means nothing
+    rows = [r for r in rows if "tolerance_abs" not in r]
     fig, ax = plt.subplots(figsize=(8.0, 1.2 + 0.3 * len(rows)))
     ends = [r["error_pct"] for r in rows if r.get("error_pct") is not None]
     ends += [t for r in rows for t in (-r["tolerance_pct"], r["tolerance_pct"])] + [-1.0, 1.0]
@@ -135,7 +138,9 @@ def plot_errors(plt, rows, out_dir, plots):
     ax.grid(True, axis="x", alpha=0.3)
     report_plots.save_figure(plt, fig, out_dir, "errors",
                              "Error of each row (bar, coloured by status) and the errors its tolerance "
-                             "accepts (grey; a lower bound's runs to the right edge).", plots, dpi=DPI)
+                             "accepts (grey; a lower bound's runs to the right edge)." +
+                             (" Not shown (an absolute tolerance, in the table): %s." %
+                              ", ".join(r["id"] for r in absolute) if absolute else ""), plots, dpi=DPI)
 
 
 def report_from_validate_json(path, out_dir, title=None):

@@ -63,6 +63,26 @@ TEST_CASE("a derived row is computed from its parts, which --row runs with it", 
   CHECK_THAT(r.output, Catch::Contains("test.c2c.a ") && Catch::Contains("test.c2c.b ") && Catch::Contains("3 ok"));
 }
 
+TEST_CASE("a derived row near zero is judged by its absolute tolerance, in its unit", "[validate]") {
+  TempDir dir;
+  json delta = {{"id", "test.c2c.delta"}, {"derived", "test.c2c.a - test.c2c.b"}, {"measured", 0.2},
+                {"unit", "ns"},           {"tolerance_abs", 8}};
+  const json parts = json::array({c2c_row("test.c2c.a", 34.5), c2c_row("test.c2c.b", 34.5)});
+  auto within = validate(dir, json::array({parts[0], parts[1], delta}), "--row test.c2c.delta");
+  INFO(within.output);  // 0 ns predicted: -0.2 ns, inside 8 ns (yet -100 % of the measurement)
+  CHECK(within.exit_code == 0);
+  CHECK_THAT(within.output, Catch::Contains("tol 8 ns") && Catch::Contains("-0.2 ns") && Catch::Contains("3 ok"));
+  delta["measured"] = 8.5;  // 8.5 ns off
+  auto outside = validate(dir, json::array({parts[0], parts[1], delta}), "--row test.c2c.delta");
+  INFO(outside.output);
+  CHECK(outside.exit_code == 1);
+  CHECK_THAT(outside.output, Catch::Contains("MISS"));
+  delta["tolerance_pct"] = 5;  // both tolerances: refused
+  auto both = validate(dir, json::array({parts[0], parts[1], delta}));
+  CHECK(both.exit_code == 2);
+  CHECK_THAT(both.output, Catch::Contains("tolerance_pct or tolerance_abs, not both"));
+}
+
 TEST_CASE("a derived row whose part is not in the calibration file is an ERROR", "[validate]") {
   TempDir dir;
   const json delta = {

@@ -30,7 +30,8 @@ double row_number(const json& r, const std::string& file, const std::string& at,
 
 std::vector<CalibrationRow> read_calibration(const std::string& file) {
   static const std::set<std::string> kKeys = {
-      "id", "scenario", "variant", "set", "metric", "measured", "tolerance_pct", "unit", "source", "derived", "bound"};
+      "id",   "scenario", "variant", "set",     "metric", "measured", "tolerance_pct",
+      "tolerance_abs", "unit",     "source",  "derived", "bound"};
   const json cal = config::load_json_file(file);
   if (!cal.is_object() || !cal.contains("rows") || !cal["rows"].is_array())
     throw config::ConfigError(file, "rows", "expected an array of calibration rows");
@@ -44,20 +45,26 @@ std::vector<CalibrationRow> read_calibration(const std::string& file) {
       if (!kKeys.count(it.key()))
         throw config::ConfigError(
             file, at + "." + it.key(),
-            "unknown key (a row has: id, scenario, variant, set, metric, measured, tolerance_pct, "
-            "unit, source, derived, bound)");
+            "unknown key (a row has: id, scenario, variant, set, metric, measured, tolerance_pct or "
+            "tolerance_abs, unit, source, derived, bound)");
     CalibrationRow row;
     row.id = row_text(r, file, at, "id", true);
     if (!ids.insert(row.id).second)
       throw config::ConfigError(file, at + ".id", fmt::format("value \"{}\": an earlier row has this id", row.id));
     row.measured = row_number(r, file, at, "measured");
-    row.tolerance_pct = row_number(r, file, at, "tolerance_pct");
-    if (row.tolerance_pct < 0)
-      throw config::ConfigError(file, at + ".tolerance_pct",
-                                fmt::format("value {}: must be at least 0", row.tolerance_pct));
-    if (row.measured == 0)
+    const bool pct = r.contains("tolerance_pct"), abs = r.contains("tolerance_abs");
+    if (pct == abs)
+      throw config::ConfigError(file, at + (abs ? ".tolerance_abs" : ".tolerance_pct"),
+                                pct ? "a row has tolerance_pct or tolerance_abs, not both"
+                                    : "missing required key (tolerance_pct, or tolerance_abs in the row's unit)");
+    const char* tol_key = pct ? "tolerance_pct" : "tolerance_abs";
+    (pct ? row.tolerance_pct : row.tolerance_abs) = row_number(r, file, at, tol_key);
+    if ((pct ? row.tolerance_pct : row.tolerance_abs) < 0)
+      throw config::ConfigError(file, at + "." + tol_key,
+                                fmt::format("value {}: must be at least 0", r[tol_key].get<double>()));
+    if (row.measured == 0 && pct)
       throw config::ConfigError(file, at + ".measured",
-                                "value 0: the error is relative to the measurement, which must not be 0");
+                                "value 0: a relative tolerance needs a measurement that is not 0 (use tolerance_abs)");
     row.unit = row_text(r, file, at, "unit", false);
     row.source = row_text(r, file, at, "source", false);
     const std::string bound = row_text(r, file, at, "bound", false);
@@ -96,8 +103,27 @@ double error_pct(const CalibrationRow& row, double predicted) {
 }
 
 bool holds(const CalibrationRow& row, double predicted) {
+  if (row.absolute()) {
+    const double d = predicted - row.measured;
+    return row.at_least ? d >= -row.tolerance_abs : std::fabs(d) <= row.tolerance_abs;
+  }
   const double e = error_pct(row, predicted);
   return row.at_least ? e >= -row.tolerance_pct : std::fabs(e) <= row.tolerance_pct;
+}
+
+std::string tolerance_rule(const CalibrationRow& row) {
+  const std::string tol = row.absolute() ? fmt::format("{:g} {}", row.tolerance_abs, row.unit)
+                                         : fmt::format("{:g}%", row.tolerance_pct);
+  if (!row.at_least) return "tol " + tol;
+  const bool zero = row.absolute() ? row.tolerance_abs == 0 : row.tolerance_pct == 0;
+  return zero ? "bound: holds at >= measured" : "bound: holds at >= measured - " + tol;
+}
+
+void add_tolerance(nlohmann::json& j, const CalibrationRow& row) {
+  if (row.absolute())
+    j["tolerance_abs"] = row.tolerance_abs;
+  else
+    j["tolerance_pct"] = row.tolerance_pct;
 }
 
 std::string row_command(const CalibrationRow& row) {

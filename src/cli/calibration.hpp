@@ -22,9 +22,12 @@ struct CalibrationRow {
   std::string id, scenario, variant, metric, unit, source;
   std::vector<scenario::Override> sets;
   double measured = NAN, tolerance_pct = NAN;
+  double tolerance_abs = NAN;  ///< set instead of tolerance_pct: the allowed error in the row's unit
   bool at_least = false;       ///< a lower bound: holds when the prediction is at least `measured`
   std::string part_a, part_b;  ///< a derived row's parts: predicted = part_a op part_b
   char op = 0;                 ///< '-' or '/' for a derived row, 0 for a row with a scenario
+  /// Whether the row is judged by an absolute tolerance (a derived row near zero).
+  bool absolute() const { return !std::isnan(tolerance_abs); }
 };
 
 /// The prediction for one row, or why there is none.
@@ -49,6 +52,10 @@ double error_pct(const CalibrationRow& row, double predicted);
 /// Whether a prediction meets the row: within its tolerance, or for a lower
 /// bound at least the measurement (less the tolerance).
 bool holds(const CalibrationRow& row, double predicted);
+/// The row's rule in words: "tol 3%", "tol 8 ns", or a lower bound's.
+std::string tolerance_rule(const CalibrationRow& row);
+/// Adds the row's tolerance_pct or tolerance_abs to a JSON record of it.
+void add_tolerance(nlohmann::json& j, const CalibrationRow& row);
 /// `cohsim run ...` for a row, so an error can be reproduced.
 std::string row_command(const CalibrationRow& row);
 /// The row's scenario file: as written when it exists from here, else in the source tree.

@@ -155,12 +155,11 @@ std::string row_line(const CalibrationRow& row, const Verdict& v) {
     line = fmt::format("{:<34} {:>10}  {:<9} {:>10}  measured {:>10.4g} {}\n", row.id, v.status, v.kind, "-",
                        row.measured, row.unit);
   } else {
-    const std::string rule =
-        row.at_least ? (row.tolerance_pct == 0 ? "bound: holds at >= measured"
-                                               : fmt::format("bound: holds at >= measured - {:g}%", row.tolerance_pct))
-                     : fmt::format("tol {:g}%", row.tolerance_pct);
-    line = fmt::format("{:<34} {:>10}  {:<9} {:>10.4g}  measured {:>10.4g} {:<5} error {:>+7.1f}%  ({})\n", row.id,
-                       v.status, v.kind, v.predicted, row.measured, row.unit, v.error_pct, rule);
+    const std::string rule = tolerance_rule(row);
+    const std::string error = row.absolute() ? fmt::format("{:>+7.1f} {}", v.predicted - row.measured, row.unit)
+                                             : fmt::format("{:>+7.1f}%", v.error_pct);
+    line = fmt::format("{:<34} {:>10}  {:<9} {:>10.4g}  measured {:>10.4g} {:<5} error {}  ({})\n", row.id, v.status,
+                       v.kind, v.predicted, row.measured, row.unit, error, rule);
   }
   if (!v.pins.empty()) {
     line += "    pins";
@@ -173,8 +172,9 @@ std::string row_line(const CalibrationRow& row, const Verdict& v) {
 
 json row_json(const CalibrationRow& row, const Verdict& v) {
   json j = {{"id", row.id},     {"status", v.status},       {"kind", v.kind},
-            {"pins", v.pins},   {"measured", row.measured}, {"tolerance_pct", row.tolerance_pct},
-            {"unit", row.unit}, {"source", row.source}};
+            {"pins", v.pins},   {"measured", row.measured}, {"unit", row.unit},
+            {"source", row.source}};
+  add_tolerance(j, row);
   if (row.at_least) j["bound"] = "at_least";
   if (!std::isnan(v.predicted)) {
     j["predicted"] = v.predicted;

@@ -64,8 +64,10 @@ std::string wrapped(const std::string& text, const std::string& first, const std
 }
 
 std::string tolerance_text(const CalibrationRow& row) {
-  if (row.at_least) return row.tolerance_pct == 0 ? ">=meas" : fmt::format(">=-{:g}%", row.tolerance_pct);
-  return fmt::format("{:g}%", row.tolerance_pct);
+  const std::string tol = row.absolute() ? fmt::format("{:g} {}", row.tolerance_abs, row.unit)
+                                         : fmt::format("{:g}%", row.tolerance_pct);
+  if (!row.at_least) return tol;
+  return (row.absolute() ? row.tolerance_abs : row.tolerance_pct) == 0 ? ">=meas" : ">=-" + tol;
 }
 
 std::string error_text(double error_pct) { return std::isnan(error_pct) ? "-" : fmt::format("{:+.1f}%", error_pct); }
@@ -257,11 +259,11 @@ json validation_report_json(const ValidationReport& report) {
                 {"platform", platform != nullptr ? platform->name : ""},
                 {"status", r.verdict.status},
                 {"measured", r.row->measured},
-                {"tolerance_pct", r.row->tolerance_pct},
                 {"bound", r.row->at_least ? "at_least" : ""},
                 {"unit", r.row->unit},
                 {"pins", pins_in(platform, r.row->id)},
                 {"note", r.verdict.note}};
+      add_tolerance(j, *r.row);
       j["predicted"] = std::isnan(r.verdict.predicted) ? json() : json(r.verdict.predicted);
       j["error_pct"] = std::isnan(r.verdict.error_pct) ? json() : json(r.verdict.error_pct);
       rows.push_back(std::move(j));
