@@ -1,7 +1,7 @@
 // cohsim validate as a maintainer meets it: a row it cannot run is an ERROR,
 // known misses pass only while they miss, a row that holds may not move more
 // than 1 % from its expected prediction, lower-bound and derived rows, the
-// fitted/predicted mark, and the shipped data files agree with each other.
+// fitted/identity/predicted mark, and the shipped data files agree with each other.
 #include <catch2/catch.hpp>
 #include <set>
 
@@ -209,6 +209,32 @@ TEST_CASE("validate marks a row fitted with the parameters fitted to it, and oth
   CHECK(by_id.at("kp920.mem.node0.from-cpu72")["kind"] == "predicted");
   CHECK(by_id.at("kp920.mem.node0.from-cpu72")["pins"].empty());
   CHECK_THAT(r.output, Catch::Contains("pins platform.memory.dram_latency"));
+}
+
+TEST_CASE("a derived row of two fitted rows is an identity, one with a predicted part is predicted", "[validate]") {
+  TempDir dir;
+  json rows = json::array();
+  for (const json& row : config::load_json_file(source_path("data/calibration.json"))["rows"])
+    if (row["id"].get<std::string>().rfind("kp920.mem.node0.from-cpu", 0) == 0) rows.push_back(row);
+  REQUIRE(rows.size() == 4);  // from-cpu0, 24 and 48 are fitted (validate's own output above), 72 predicted
+  rows.push_back({{"id", "test.mem.die-step"},
+                  {"derived", "kp920.mem.node0.from-cpu24 - kp920.mem.node0.from-cpu0"},
+                  {"measured", 18.0},
+                  {"unit", "ns"},
+                  {"tolerance_abs", 1}});
+  rows.push_back({{"id", "test.mem.far-step"},
+                  {"derived", "kp920.mem.node0.from-cpu72 - kp920.mem.node0.from-cpu48"},
+                  {"measured", 21.6},
+                  {"unit", "ns"},
+                  {"tolerance_abs", 10}});
+  const std::string out = dir.file("v.json");
+  auto r = validate(dir, rows, "--json " + quoted(out));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  std::map<std::string, json> by_id;
+  for (const auto& row : config::load_json_file(out)["rows"]) by_id[row["id"].get<std::string>()] = row;
+  CHECK(by_id.at("test.mem.die-step")["kind"] == "identity");
+  CHECK(by_id.at("test.mem.far-step")["kind"] == "predicted");
 }
 
 TEST_CASE("validate with --only or --row selecting no row is bad input", "[validate]") {

@@ -96,7 +96,11 @@ struct Judging {
 Verdict judge(const CalibrationRow& row, const Prediction& p, const Judging& j) {
   Verdict v;
   v.pins = pins_of(row.id, p);
-  v.kind = !v.pins.empty() ? "fitted" : p.provenance.empty() ? "unknown" : "predicted";
+  // A derived row with no pins of its own whose parts are both fitted is an identity: its value is
+  // the fitted rows' difference or ratio, not something the model predicted.
+  const bool identity = row.op != 0 && v.pins.empty() && !pins_of(row.part_a, p).empty() &&
+                        !pins_of(row.part_b, p).empty();
+  v.kind = !v.pins.empty() ? "fitted" : identity ? "identity" : p.provenance.empty() ? "unknown" : "predicted";
   if (!p.error.empty()) {
     v.status = "ERROR";
     v.note = p.error;
@@ -250,8 +254,9 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (vm.count("help")) {
     std::cout
         << "Runs every calibration row and prints predicted vs measured. A row is 'fitted' when a platform\n"
-           "parameter's source names it (the parameters it pins are listed), else 'predicted' ('unknown':\n"
-           "not run). Statuses:\n"
+           "parameter's source names it (the parameters it pins are listed), 'identity' when it is derived\n"
+           "from two fitted rows (their difference or ratio, so no test of the model), else 'predicted'\n"
+           "('unknown': not run). Statuses:\n"
            "  ok          holds its tolerance (a \"bound\": \"at_least\" row: the prediction is at least measured)\n"
            "              and is within 1 % of its expected prediction\n"
            "  known miss  misses, and the known-miss file says why (passes)\n"
