@@ -59,7 +59,10 @@ void run_catalogue(const Catalogue& c) {
 
 }  // namespace
 
-TEST_CASE("The AArch64 catalogue witnesses no forbidden outcome and holds its share of allowed ones", "[litmus][suite]") { run_catalogue({"aarch64", 0.9, 0.89}); }
+// CSEL depends on the flags and on both sources (never weaker than the
+// architecture), stronger than herd's default, which lets LB+rel+CSEL,
+// MP+rel+CSEL and MP+rel+CSEL-addr through: those three are not seen (31 of 38).
+TEST_CASE("The AArch64 catalogue witnesses no forbidden outcome and holds its share of allowed ones", "[litmus][suite]") { run_catalogue({"aarch64", 0.9, 0.81}); }
 TEST_CASE("The AArch64 CAS catalogue witnesses no forbidden outcome and holds its share of allowed ones", "[litmus][suite]") { run_catalogue({"aarch64-cas", 0.9, 0.55}); }
 // 4 of its 50 tests need virtual memory (Variant=vmsa: PTE, TLBI): 46 of 50
 // are in the subset (the two instruction-fetch ones included).

@@ -560,19 +560,12 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
         flag_width_ = in.a.width;
         break;
       case Op::csel: {
-        // herd's AArch64 semantics read NZCV for ordering only and choose
-        // between the two source registers: the result depends on the register
-        // chosen, not on the flags (LB+CSEL4, MP+rel+CSEL are Allowed). A known
-        // condition reads only the chosen register; two equal sources need no
-        // condition at all. Otherwise the condition is awaited (stronger than
-        // herd, never unsound).
+        // NZCV is a register: the result depends on the flags (so on the
+        // registers that set them) and on both sources, whichever is chosen
+        // (herd's aarch64.cat with NotWeakPredicated; never weaker than the
+        // architecture). make() folds it only when all three are known.
         const Val condition = flags_condition(in.cond), chosen = operand(in.a), other = operand(in.b);
-        if (known(condition))
-          set(in.dst, eval(condition) != 0 ? chosen : other, in.dst_width);
-        else if (chosen.node == other.node && chosen.k == other.k)
-          set(in.dst, chosen, in.dst_width);
-        else
-          set(in.dst, make(Kind::select, 0, in.dst_width, condition, chosen, other), in.dst_width);
+        set(in.dst, make(Kind::select, 0, in.dst_width, condition, chosen, other), in.dst_width);
         break;
       }
       case Op::load:
