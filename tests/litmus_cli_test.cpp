@@ -1,6 +1,7 @@
 // cohsim litmus as users meet it: PATH as a file, a directory (with its
-// kinds.txt) or an @list; exit 1 on UNSOUND, 2 on bad input naming file, line
-// and token; unsupported tests named, not run; the JSON document's shape.
+// kinds.txt) or an @list; exit 1 on UNSOUND or when no test is supported, 2 on
+// bad input naming file, line and token (a test that fails to parse is an error,
+// not supported); unsupported tests named, not run; the JSON document's shape.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -90,6 +91,28 @@ TEST_CASE("litmus exits 2 on bad input, naming file, line and token", "[litmus][
   auto missing = run_cli("litmus " + quoted(dir.file("nothing.litmus")));
   CHECK(missing.exit_code == 2);
   CHECK(missing.output.find("expected an existing file, directory or @list") != std::string::npos);
+}
+
+TEST_CASE("A test that fails to parse is an error in the summary, not a supported test", "[litmus][cli]") {
+  TempDir dir;
+  dir.write("one.litmus", kOne);
+  dir.write("bad.litmus", "AArch64 Bad\n{ 0:X1=x; }\n P0 ;\n LDR W0,[X1 ;\nexists 0:X0=1\n");
+  auto r = run_cli("litmus --runs 3 " + quoted(dir.path.string()));
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("errors 1") != std::string::npos);
+  CHECK(r.output.find("Supported: 1 of 2 (50.0 %)") != std::string::npos);
+}
+
+TEST_CASE("A run in which no test is supported exits 1: nothing judged is not a pass", "[litmus][cli]") {
+  TempDir dir;
+  auto none = run_cli("litmus --runs 3 " + quoted(dir.write("tlbi.litmus", kTlbi)));
+  CHECK(none.exit_code == 1);
+  CHECK(none.output.find("Supported: 0 of 1 (0.0 %)") != std::string::npos);
+  CHECK(none.output.find("no test was run") != std::string::npos);
+  // Every test failing to parse is bad input: exit 2, and none counted as supported.
+  auto unparsed = run_cli("litmus --runs 3 " + quoted(dir.write("bad.litmus", "AArch64 Bad\n{ 0:X1=x; }\n P0 ;\n LDR W0,[X1 ;\nexists 0:X0=1\n")));
+  CHECK(unparsed.exit_code == 2);
+  CHECK(unparsed.output.find("Supported: 0 of 1 (0.0 %)") != std::string::npos);
 }
 
 TEST_CASE("A test whose arch does not match the platform is an error", "[litmus][cli]") {

@@ -43,7 +43,8 @@ int cmd_litmus(const std::vector<std::string>& args) {
                  "with random start offsets and per-access timing jitter. Prints the outcome histogram, the\n"
                  "Observation line herd prints and, with kinds, a verdict per test: ok, UNSOUND (a forbidden\n"
                  "outcome witnessed: exit 1) or not-seen (an allowed outcome never witnessed). PATH is a .litmus\n"
-                 "file, a directory (its *.litmus files) or an @list. Bad input exits 2. See docs/memory-model.md.\n\n"
+                 "file, a directory (its *.litmus files) or an @list. Bad input exits 2; a run with no supported\n"
+                 "test exits 1. See docs/memory-model.md.\n\n"
               << d << "\n";
     return kOk;
   }
@@ -76,7 +77,12 @@ int cmd_litmus(const std::vector<std::string>& args) {
       error |= e.status == litmus::Entry::Status::error;
       unsound |= e.verdict == litmus::Verdict::unsound;
     }
-    return error ? kBadInput : unsound ? kCheckFailed : kOk;
+    if (error) return kBadInput;
+    if (litmus::summarize(entries).supported() == 0) {  // nothing judged is not a pass
+      std::cerr << "cohsim: error: no test was run: every one is unsupported\n";
+      return kCheckFailed;
+    }
+    return unsound ? kCheckFailed : kOk;
   } catch (const litmus::ParseError& e) {
     std::cerr << "cohsim: error: " << e.what() << "\n";
     return kBadInput;

@@ -86,7 +86,7 @@ Summary summarize(const std::vector<Entry>& entries) {
 
 std::string format_summary(const std::vector<Entry>& entries) {
   const Summary s = summarize(entries);
-  const int supported = s.tests - s.unsupported;
+  const int supported = s.supported();
   std::string out = fmt::format("Summary: tests {}, ok {}, UNSOUND {}, not-seen {}, unsupported {}, errors {}", s.tests,
                                 s.ok, s.unsound, s.not_seen, s.unsupported, s.errors);
   if (s.no_verdict > 0) out += fmt::format(", no verdict {}", s.no_verdict);

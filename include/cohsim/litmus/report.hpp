@@ -55,6 +55,8 @@ struct Summary {
   int tests = 0, ok = 0, unsound = 0, not_seen = 0, unsupported = 0, errors = 0, no_verdict = 0;
   int allowed_run = 0;   ///< tests run whose kind is Allowed
   int allowed_seen = 0;  ///< of those, witnessed
+  /// Tests that ran: neither unsupported nor an error (a file that failed to parse is an error).
+  int supported() const { return tests - unsupported - errors; }
 };
 /// Counts the entries by verdict and status.
 Summary summarize(const std::vector<Entry>& entries);
