@@ -54,6 +54,10 @@ TEST_CASE("A store's data through CMP and CSEL depends on the load: LB+data-thro
   const std::string text = flags_test_text("LB+data-through-flags");
   CHECK(witnessed(text) == 0);
   CHECK(witnessed(without(text, "CSEL W2,W3,W4,EQ", "MOV W2,W3"), 2000) > 0);
+  // SUBS sets the flags as CMP does; CSINC and CSET read them as CSEL does.
+  const std::string subs = without(text, "CMP W0,#1", "SUBS W9,W0,#1");
+  CHECK(witnessed(without(subs, "CSEL W2,W3,W4,EQ", "CSINC W2,W3,WZR,EQ")) == 0);
+  CHECK(witnessed(without(subs, "CSEL W2,W3,W4,EQ", "CSET W2,EQ")) == 0);
 }
 
 TEST_CASE("A load's address through CMP and CSEL depends on the earlier load: MP+addr-through-flags never appears",

@@ -60,6 +60,10 @@ TEST_CASE("Registers and memory end with the values the instructions compute", "
   check_always("0:X1=x; x=4;", "LDR W0,[X1]\nTBNZ W0,#2,set\nMOV W2,#9\nset:\nTBZ W0,#2,end\nADD W3,W3,#1\nend:",
                "0:X2=0 /\\ 0:X3=1");
   check_always("0:X1=x; x=1;", "LDR W0,[X1]\nCMP W0,#1\nCSEL W2,W0,WZR,EQ\nCSEL W3,W0,WZR,NE", "0:X2=1 /\\ 0:X3=0");
+  check_always("0:X1=x; x=3;", "LDR W0,[X1]\nSUBS W9,W0,#3\nCSET W2,EQ\nCSET W3,NE\nCSINC W4,W0,W0,NE\nCSNEG W5,W0,W0,NE",
+               "0:X9=0 /\\ 0:X2=1 /\\ 0:X3=0 /\\ 0:X4=4 /\\ 0:X5=4294967293");
+  check_always("0:X1=x; x=3;", "LDR X0,[X1]\nSUBS X9,X0,#5\nB.GE end\nCSNEG X6,X0,X0,GE\nMOV W7,#1\nend:",
+               "0:X9=-2 /\\ 0:X6=-3 /\\ 0:X7=1");
   check_always("0:X1=x;", "MOV W0,#3\nloop:\nSUB W0,W0,#1\nLDR W9,[X1]\nADD W2,W2,#1\nCBNZ W0,loop", "0:X2=3 /\\ 0:X0=0");
   check_always("0:X1=x; x=-1;", "LDR X0,[X1]\nMOV W2,#-1", "x=-1 /\\ 0:X0=-1 /\\ 0:X2=4294967295");
 }

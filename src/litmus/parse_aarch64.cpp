@@ -215,14 +215,34 @@ Instr parse_aarch64(std::string_view text, InstrContext& c) {
     in.b = p.source(p.ops[1]);
     return in;
   }
-  if (m == "CSEL") {
-    p.count(4);
-    in.op = Op::csel;
+  if (m == "SUBS") {  // SUB that sets the flags as CMP does
+    if (p.ops.size() != 3 && p.ops.size() != 4) p.count(3);
+    in.op = Op::alu;
+    in.alu = AluOp::sub;
+    in.sets_subtract_flags = true;
     dst(0);
     in.a = p.source(p.ops[1]);
     in.b = p.source(p.ops[2]);
-    in.cond = condition_named(upper(p.ops[3]));
-    if (in.cond == Cond::al) c.fail(p.ops[3], "expected a condition (EQ, NE, LT, GE, GT, LE, LO, HS, HI, LS, MI, PL)");
+    if (p.ops.size() == 4) p.extend(p.ops[3], in.b);
+    return in;
+  }
+  if (m == "CSEL" || m == "CSINC" || m == "CSNEG" || m == "CSET") {
+    const bool set = m == "CSET";
+    p.count(set ? 2 : 4);
+    in.op = Op::csel;
+    in.otherwise = m == "CSINC" ? Instr::Otherwise::b_plus_one : m == "CSNEG" ? Instr::Otherwise::minus_b : Instr::Otherwise::b;
+    dst(0);
+    if (set) {  // CSET Rd, cond: Rd = cond ? 1 : 0
+      in.a.kind = in.b.kind = Operand::Kind::imm;
+      in.a.imm = Value{1, -1};
+      in.b.imm = Value{0, -1};
+    } else {
+      in.a = p.source(p.ops[1]);
+      in.b = p.source(p.ops[2]);
+    }
+    const std::string& cond = p.ops[set ? 1 : 3];
+    in.cond = condition_named(upper(cond));
+    if (in.cond == Cond::al) c.fail(cond, "expected a condition (EQ, NE, LT, GE, GT, LE, LO, HS, HI, LS, MI, PL)");
     return in;
   }
   if (m == "B" || m.starts_with("B.")) {

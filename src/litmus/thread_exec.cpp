@@ -552,6 +552,11 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
           flag_b_ = Val{};
           flag_width_ = in.dst_width;
         }
+        if (in.sets_subtract_flags) {
+          flag_a_ = operand(in.a);
+          flag_b_ = operand(in.b);
+          flag_width_ = in.a.width;
+        }
         break;
       }
       case Op::cmp:
@@ -564,7 +569,12 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
         // registers that set them) and on both sources, whichever is chosen
         // (herd's aarch64.cat with NotWeakPredicated; never weaker than the
         // architecture). make() folds it only when all three are known.
-        const Val condition = flags_condition(in.cond), chosen = operand(in.a), other = operand(in.b);
+        const Val condition = flags_condition(in.cond), chosen = operand(in.a);
+        Val other = operand(in.b);
+        if (in.otherwise == Instr::Otherwise::b_plus_one)
+          other = make(Kind::alu, static_cast<std::uint8_t>(AluOp::add), in.dst_width, other, Val{-1, 1});
+        else if (in.otherwise == Instr::Otherwise::minus_b)
+          other = make(Kind::alu, static_cast<std::uint8_t>(AluOp::sub), in.dst_width, Val{}, other);
         set(in.dst, make(Kind::select, 0, in.dst_width, condition, chosen, other), in.dst_width);
         break;
       }

@@ -85,7 +85,7 @@ enum class Op : std::uint8_t {
   mov,          ///< dst = a
   alu,          ///< dst = a <alu> b (x86 two-operand forms also set the flags to the result)
   cmp,          ///< flags = compare(a, b)
-  csel,         ///< dst = cond ? a : b
+  csel,         ///< dst = cond ? a : b (CSINC: b + 1, CSNEG: -b; CSET: 1, 0)
   load,         ///< dst = [addr] (order)
   store,        ///< [addr] = a (order)
   load_pair,    ///< LDP / LDIAPP: dst = [addr], dst2 = [addr + size] (LDIAPP: each like LDAPR, in order)
@@ -114,6 +114,9 @@ struct Instr {
   fabric::RmwOp rmw_op = fabric::RmwOp::add;
   bool sets_compare_flags = false;  ///< x86 cmpxchg: flags = compare(old, expected)
   bool sets_result_flags = false;   ///< x86 ALU: flags = compare(result, 0)
+  bool sets_subtract_flags = false; ///< AArch64 SUBS: flags = compare(a, b), as CMP
+  /// csel: what the result is when the condition fails (CSEL b, CSINC b + 1, CSNEG -b).
+  enum class Otherwise : std::uint8_t { b, b_plus_one, minus_b } otherwise = Otherwise::b;
   cpu::Domain domain = cpu::Domain::sy;
   cpu::BarrierType barrier = cpu::BarrierType::all;
   int target = -1;              ///< branch target: index into the thread's code
