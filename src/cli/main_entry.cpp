@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli.hpp"
+#include "provenance.hpp"
 #include "cohsim/sim/simulator.hpp"
 
 namespace cohsim::cli {
@@ -66,6 +67,7 @@ void print_help() {
 
 int main_entry(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  record_command_line(argc, argv);
   spdlog::set_level(spdlog::level::warn);
   try {
     if (args.empty() || args[0] == "-h" || args[0] == "--help") {
@@ -73,7 +75,12 @@ int main_entry(int argc, char** argv) {
       return args.empty() ? kBadInput : kOk;
     }
     if (args[0] == "--version" || args[0] == "version") {
-      std::cout << "cohsim " << COHSIM_VERSION << "\n";
+      if (args.size() == 2 && args[1] == "--json") {  // what sweep.py compares a point's build_id with
+        std::cout << build_info().dump(1) << "\n";
+        return kOk;
+      }
+      if (args.size() > 1) throw boost::program_options::error("usage: cohsim version [--json]");
+      std::cout << "cohsim " << COHSIM_VERSION << " (build " << build_info()["build_id"].get<std::string>() << ")\n";
       return kOk;
     }
     if (args[0] == "help") {
