@@ -62,7 +62,7 @@ TEST_CASE("run --json records the command, the build and every input's sha256", 
   CHECK(inputs[dir.file("p.json")] == "661d4881426c3567dc8fb7b80b6c5dd3f3c952919ff8450c5528f9220a570636");
 }
 
-TEST_CASE("version --json names the build; COHSIM_BUILD_ID replaces its id", "[provenance]") {
+TEST_CASE("version --json names the build, and COHSIM_BUILD_ID replaces its id", "[provenance]") {
   auto plain = run_cli("version --json");
   REQUIRE(plain.exit_code == 0);
   const json built = json::parse(plain.output);
@@ -72,4 +72,32 @@ TEST_CASE("version --json names the build; COHSIM_BUILD_ID replaces its id", "[p
   ::unsetenv("COHSIM_BUILD_ID");
   CHECK(json::parse(other.output)["build_id"] == "another");
   CHECK(run_cli("version --jsn").exit_code == 2);
+}
+
+TEST_CASE("rerun reproduces a run's metrics, or names the metrics and inputs that differ", "[provenance]") {
+  TempDir dir;
+  dir.write("base.json", platform_json().dump(1));
+  dir.write("p.json", R"({"include": "base.json"})");
+  const std::string scenario = dir.write(
+      "s.json", json{{"platform", "p.json"}, {"workload", "c2c"}, {"params", {{"rounds", 10}, {"warmup", 0}}}}.dump(1));
+  const std::string out = dir.file("out.json");
+  REQUIRE(run_cli(fmt::format("run {} --set cpu_b=48 --seed 3 --json {} -q", quoted(scenario), quoted(out))).exit_code == 0);
+  const auto same = run_cli("rerun " + quoted(out));
+  INFO(same.output);
+  CHECK(same.exit_code == 0);
+  CHECK_THAT(same.output, Catch::Contains("reproduced: all"));
+  // a recorded metric that is not what the inputs give, and a platform include edited since
+  json doc = json::parse(read_all(out));
+  doc["metrics"]["hop_class"] = 99;
+  const std::string edited = dir.write("edited.json", doc.dump(1));
+  dir.write("base.json", platform_json().dump(2));
+  const auto differs = run_cli("rerun " + quoted(edited));
+  INFO(differs.output);
+  CHECK(differs.exit_code == 1);
+  CHECK_THAT(differs.output, Catch::Contains("hop_class: 99 recorded"));
+  CHECK_THAT(differs.output, Catch::Contains("input " + dir.file("base.json") + " changed"));
+  dir.write("not-results.json", "{}");
+  const auto bad = run_cli("rerun " + quoted(dir.file("not-results.json")));
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.output, Catch::Contains("not-results.json: scenario: missing"));
 }

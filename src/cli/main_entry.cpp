@@ -27,6 +27,7 @@ const std::map<std::string, Command>& commands() {
       {"schema", {cmd_schema, "export the JSON Schema of platform or scenario files (cohsim schema platform|scenario)"}},
       {"selftest", {cmd_selftest, "random coherence tester: cohsim selftest coherence [--cpus N] [--ops M] [--seed S]"}},
       {"litmus", {cmd_litmus, "run herd7 litmus tests on the simulated cores: cohsim litmus [--kinds F] [--json F] PATH..."}},
+      {"rerun", {cmd_rerun, "run again what a run --json results file records; exit 1 when a metric differs"}},
       {"sensitivity", {cmd_sensitivity, "re-run a scenario with each uncertain input (estimate, calibrated, workload estimate) at its range ends"}},
   };
   return c;

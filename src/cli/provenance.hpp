@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace cohsim::cli {
 
@@ -17,5 +18,7 @@ nlohmann::json build_info();
 /// Adds to a results document: command (the command line, shell-quoted), the
 /// build_info() keys and inputs (each file read so far -> its SHA-256).
 void add_provenance(nlohmann::json& doc);
+/// cohsim rerun RESULTS.json (src/cli/rerun.cpp).
+int cmd_rerun(const std::vector<std::string>& args);
 
 }  // namespace cohsim::cli
