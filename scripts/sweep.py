@@ -16,7 +16,11 @@ nothing runs. The default DIR is sweep-out/<scenario stem> under the current
 directory.
 
 Re-running the same command resumes: points whose result JSON is complete are
-skipped, incomplete or corrupt ones run again. A failed point keeps its command
+skipped, incomplete or corrupt ones run again, and so do stale ones: a point
+whose build_id is not this binary's (`cohsim version --json`; COHSIM_BUILD_ID
+overrides it) or one of whose recorded inputs (platform, includes, scenario)
+no longer has the sha256 it recorded. One line says how many are recomputed
+and why. A failed point keeps its command
 line and stderr in DIR/points/<id>.err; the others go on. Exit status: 0 all
 points ok, 1 some point failed, 2 bad arguments.
 
@@ -32,6 +36,7 @@ complete in DIR/points are left out of the job list.
 """
 
 import argparse
+import hashlib
 import itertools
 import json
 import os
@@ -151,10 +156,12 @@ def resolve_cohsim(arg):
     return str(cr.REPO_ROOT / cr.DEFAULT_COHSIM)
 
 
-def point_command(cohsim, scenario, point, fixed, json_path):
+def point_command(cohsim, scenario, point, fixed, json_path, override_variant=False):
     cmd = [cohsim, "run", scenario]
     if point["variant"]:
         cmd += ["--variant", point["variant"]]
+    if override_variant:
+        cmd.append("--override-variant")
     for k, v in list(fixed) + list(point["params"].items()):
         cmd += ["--set", "%s=%s" % (k, v)]
     cmd += ["--seed", str(point["seed"]), "--json", json_path, "-q"]
@@ -353,7 +360,55 @@ def check_existing_sweep(out_dir, desc):
                 % (out_dir, "scenario" if key == "scenario" else "--set", old.get(key), desc[key]))
 
 
-def check_names(cohsim, scenario, params, variants, fixed):
+def current_build_id(cohsim):
+    """This binary's build id (`cohsim version --json`), or None when it tells none."""
+    try:
+        done = subprocess.run([cohsim, "version", "--json"], cwd=str(cr.REPO_ROOT),
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        return json.loads(done.stdout).get("build_id") if done.returncode == 0 else None
+    except (OSError, ValueError, AttributeError, subprocess.TimeoutExpired):
+        return None
+
+
+def staleness(doc, build_id):
+    """Why the complete result `doc` cannot be reused with the binary of
+    `build_id`: "build" (made by another build, or one that recorded none),
+    "inputs" (an input file's sha256 is not the one recorded), or None."""
+    if build_id is None or doc.get("build_id") != build_id or not isinstance(doc.get("inputs"), dict):
+        return "build"
+    for path, digest in doc["inputs"].items():
+        p = Path(path) if os.path.isabs(path) else cr.REPO_ROOT / path  # points run from the repo root
+        try:
+            if hashlib.sha256(p.read_bytes()).hexdigest() != digest:
+                return "inputs"
+        except OSError:
+            return "inputs"
+    return None
+
+
+def stale_points(cohsim, points, points_dir):
+    """The complete points that must run again, and one line saying why (None when none)."""
+    build_id = current_build_id(cohsim)
+    stale, why = [], {}
+    for p in points:
+        doc = cr.load_result(points_dir / (p["id"] + ".json"))
+        reason = staleness(doc, build_id) if doc is not None else None
+        if reason:
+            stale.append(p)
+            why.setdefault(reason, []).append(doc.get("build_id"))
+    if not stale:
+        return [], None
+    parts = []
+    if "build" in why:
+        made = sorted({str(b) for b in why["build"]})
+        parts.append("%d made by another build (%s; this binary is %s)"
+                     % (len(why["build"]), ", ".join(made), build_id or "of unknown build"))
+    if "inputs" in why:
+        parts.append("%d whose input files changed since" % len(why["inputs"]))
+    return stale, "recomputing %d of %d points: %s\n" % (len(stale), len(points), ", ".join(parts))
+
+
+def check_names(cohsim, scenario, params, variants, fixed, override_variant=False):
     """Before the first point: every variant exists and every --set/--param name
     is one the scenario reads (and no variant run sets it), as
     `cohsim params` judges them with each swept parameter at its first value.
@@ -363,6 +418,8 @@ def check_names(cohsim, scenario, params, variants, fixed):
             cmd = [cohsim, "params", scenario, "--json", os.path.join(tmp, "params.json")]
             if variant:
                 cmd += ["--variant", variant]
+            if override_variant:
+                cmd.append("--override-variant")
             for k, v in list(fixed) + [(n, vals[0]) for n, vals in params]:
                 cmd += ["--set", "%s=%s" % (k, v)]
             done = subprocess.run(cmd, cwd=str(cr.REPO_ROOT), stdin=subprocess.DEVNULL,
@@ -381,17 +438,25 @@ def run_sweep(args, scenario, params, variants, seeds, fixed, out_dir):
     points_dir = out_dir / "points"
 
     todo = [p for p in points if not cr.is_complete(points_dir / (p["id"] + ".json"))]
+    stale, stale_line = [], None
+    if len(todo) < len(points) and os.path.isfile(cohsim) and os.access(cohsim, os.X_OK):
+        ran = {p["id"] for p in todo}
+        stale, stale_line = stale_points(cohsim, [p for p in points if p["id"] not in ran], points_dir)
+        ran |= {p["id"] for p in stale}
+        todo = [p for p in points if p["id"] in ran]
+    if stale_line and not args.quiet:
+        sys.stderr.write(stale_line)
 
     if args.emit_joblist:
         if todo and os.path.isfile(cohsim) and os.access(cohsim, os.X_OK):
-            check_names(cohsim, scenario, params, variants, fixed)
+            check_names(cohsim, scenario, params, variants, fixed, args.override_variant)
         desc["cohsim"] = repo_relative(cohsim)
         cr.atomic_write_text(out_dir / "sweep.json", json.dumps(desc, indent=2) + "\n")
         rel_points = repo_relative(points_dir)
         lines = []
         for p in todo:
             cmd = point_command(repo_relative(cohsim), scenario, p, fixed,
-                                "%s/%s.json" % (rel_points, p["id"]))
+                                "%s/%s.json" % (rel_points, p["id"]), args.override_variant)
             lines.append("cd %s && mkdir -p %s && %s" % (
                 shlex.quote(str(cr.REPO_ROOT)), shlex.quote(rel_points), shlex.join(cmd)))
         cr.atomic_write_text(args.emit_joblist, "".join(l + "\n" for l in lines))
@@ -407,7 +472,7 @@ def run_sweep(args, scenario, params, variants, seeds, fixed, out_dir):
                          "`cmake --preset release && cmake --build --preset release`, or pass "
                          "--cohsim PATH / set COHSIM)" % cohsim)
     if todo:
-        check_names(cohsim, scenario, params, variants, fixed)
+        check_names(cohsim, scenario, params, variants, fixed, args.override_variant)
     points_dir.mkdir(parents=True, exist_ok=True)
     cr.atomic_write_text(out_dir / "sweep.json", json.dumps(desc, indent=2) + "\n")
     for p in todo:  # stale partial output must not be mistaken for a result
@@ -429,7 +494,7 @@ def run_sweep(args, scenario, params, variants, seeds, fixed, out_dir):
         futs = {}
         for p in todo:
             jp = str(points_dir / (p["id"] + ".json"))
-            cmd = point_command(cohsim, scenario, p, fixed, jp)
+            cmd = point_command(cohsim, scenario, p, fixed, jp, args.override_variant)
             futs[pool.submit(runner.run, cmd, jp, str(points_dir / (p["id"] + ".err")))] = p
         for fut in as_completed(futs):
             res = fut.result()
@@ -587,6 +652,8 @@ def build_parser():
     ap.add_argument("--seed-list", metavar="S1,S2,...", help="explicit seeds")
     ap.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
                     help="fixed setting for every point (repeatable)")
+    ap.add_argument("--override-variant", action="store_true",
+                    help="allow a --set/--param of a key a --variant sets (passed to cohsim)")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
                     help="parallel points (default: %(default)s)")
     ap.add_argument("--out", metavar="DIR",

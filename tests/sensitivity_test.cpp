@@ -176,14 +176,14 @@ TEST_CASE("sensitivity varies workload estimates and when screening runs the fiv
   REQUIRE(doc["not_varied"].size() == 1);
   CHECK(doc["not_varied"][0]["param"] == "platform.coherence.directory.unit_lookup");
   CHECK_THAT(r.output, Catch::Contains("not varied, no effect here: platform.coherence.directory.unit_lookup"));
-  for (const auto& in : doc["inputs"]) CHECK(in["param"] != "platform.coherence.directory.unit_lookup");
+  for (const auto& in : doc["varied_inputs"]) CHECK(in["param"] != "platform.coherence.directory.unit_lookup");
   // calibrated numbers of a platform copy: their rows run on the shipped file, so they are not varied
   REQUIRE(!doc["calibrated_ranges"]["ranges"].empty());
   for (const auto& c : doc["calibrated_ranges"]["ranges"]) CHECK_THAT(c["note"].get<std::string>(), Catch::Contains("run on other platforms"));
   // the five full-length inputs are the ones that moved most in the screening runs
   REQUIRE(doc["screening"]["full_length"].size() == 5);
   double least_full = 1e300, most_screened = 0;
-  for (const auto& in : doc["inputs"]) {
+  for (const auto& in : doc["varied_inputs"]) {
     if (in["run"] == "full") least_full = std::min(least_full, in["screen_score_pct"].get<double>());
     else most_screened = std::max(most_screened, in["score_pct"].get<double>());
   }
@@ -210,7 +210,7 @@ TEST_CASE("a value with no effect in the first variant is still varied when anot
     REQUIRE(r.exit_code == 0);
     const json doc = config::load_json_file(out);
     bool varied = false;
-    for (const auto& in : doc["inputs"]) varied = varied || in["param"] == path;
+    for (const auto& in : doc["varied_inputs"]) varied = varied || in["param"] == path;
     bool skipped = false;
     for (const auto& n : doc["not_varied"]) skipped = skipped || n["param"] == path;
     INFO("variants " << variants);
@@ -234,7 +234,7 @@ TEST_CASE("an input whose run fails is reported as failed and the study goes on 
   CHECK_THAT(r.output, Catch::Contains("FAILED: at 3 (high)") && Catch::Contains("must divide the 2 sockets"));
   const json doc = config::load_json_file(out);
   int failed = 0, ran = 0;
-  for (const auto& in : doc["inputs"]) (in.contains("error") ? failed : ran) += 1;
+  for (const auto& in : doc["varied_inputs"]) (in.contains("error") ? failed : ran) += 1;
   CHECK(failed == 1);
   CHECK(ran > 10);
   for (const auto& e : doc["sensitivity"]) CHECK(e["param"] != "platform.topology.sockets_per_group");

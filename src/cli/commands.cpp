@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.hpp"
+#include "provenance.hpp"
 
 namespace cohsim::cli {
 
@@ -284,6 +285,7 @@ int cmd_run(const std::vector<std::string>& args) {
                              overrides, override_variant);
   RunOutput out =
       run_scenario(scenario_path, variant, overrides, common.seed, !common.quiet, &trace, platform_file);
+  add_provenance(out.doc);
   if (!common.json_out.empty()) write_file_atomically(common.json_out, out.doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (common.quiet) {
     std::cout << format_metrics(out.results);

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "cli.hpp"
+#include "provenance.hpp"
 #include "report_output.hpp"
 #include "sensitivity.hpp"
 
@@ -170,6 +171,7 @@ void print_table(const std::vector<RunOutput>& runs) {
 }
 
 int write_outputs(const CompareOptions& o, json doc) {
+  add_provenance(doc);
   if (!o.json_out.empty()) write_file_atomically(o.json_out, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (o.report_dir.empty()) return kOk;
   ReportStaging report(o.report_dir);

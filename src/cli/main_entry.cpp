@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli.hpp"
+#include "provenance.hpp"
 #include "cohsim/sim/simulator.hpp"
 
 namespace cohsim::cli {
@@ -26,6 +27,7 @@ const std::map<std::string, Command>& commands() {
       {"schema", {cmd_schema, "export the JSON Schema of platform or scenario files (cohsim schema platform|scenario)"}},
       {"selftest", {cmd_selftest, "random coherence tester: cohsim selftest coherence [--cpus N] [--ops M] [--seed S]"}},
       {"litmus", {cmd_litmus, "run herd7 litmus tests on the simulated cores: cohsim litmus [--kinds F] [--json F] PATH..."}},
+      {"rerun", {cmd_rerun, "run again what a run --json results file records; exit 1 when a metric differs"}},
       {"sensitivity", {cmd_sensitivity, "re-run a scenario with each uncertain input (estimate, calibrated, workload estimate) at its range ends"}},
   };
   return c;
@@ -66,6 +68,7 @@ void print_help() {
 
 int main_entry(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  record_command_line(argc, argv);
   spdlog::set_level(spdlog::level::warn);
   try {
     if (args.empty() || args[0] == "-h" || args[0] == "--help") {
@@ -73,7 +76,12 @@ int main_entry(int argc, char** argv) {
       return args.empty() ? kBadInput : kOk;
     }
     if (args[0] == "--version" || args[0] == "version") {
-      std::cout << "cohsim " << COHSIM_VERSION << "\n";
+      if (args.size() == 2 && args[1] == "--json") {  // what sweep.py compares a point's build_id with
+        std::cout << build_info().dump(1) << "\n";
+        return kOk;
+      }
+      if (args.size() > 1) throw boost::program_options::error("usage: cohsim version [--json]");
+      std::cout << "cohsim " << COHSIM_VERSION << " (build " << build_info()["build_id"].get<std::string>() << ")\n";
       return kOk;
     }
     if (args[0] == "help") {

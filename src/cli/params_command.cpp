@@ -57,8 +57,10 @@ std::string shown(const json& v) { return v.is_string() ? v.get<std::string>() :
 int cmd_params(const std::vector<std::string>& args) {
   std::string scenario_path, variant, platform_file, json_out;
   std::vector<std::string> sets;
+  bool override_variant = false;
   po::options_description d("cohsim params SCENARIO [options]");
   d.add_options()("help,h", "this help")("variant", po::value(&variant), "the variant whose values to show")(
+      "override-variant", po::bool_switch(&override_variant), "allow a --set of a key the --variant sets (as for run)")(
       "set", po::value(&sets)->composing(), "KEY=VALUE as for run (repeatable)")(
       "platform", po::value(&platform_file), "a platform file instead of the scenario's")(
       "json", po::value(&json_out), "write the list as JSON to FILE");
@@ -71,7 +73,7 @@ int cmd_params(const std::vector<std::string>& args) {
   std::vector<scenario::Override> overrides;
   for (const auto& s : sets) overrides.push_back(scenario::parse_override(s));
   const auto s = scenario::load_scenario(scenario_path, variant, overrides, platform_file);
-  if (!variant.empty()) check_sets_keep_variants(s, {variant}, overrides, false);
+  if (!variant.empty()) check_sets_keep_variants(s, {variant}, overrides, override_variant);
   // A real load with the declarations recorded: every value read, defaults included.
   config::Registry reg;
   json platform_schema = {{"properties", json::object()}}, workload_schema = {{"properties", json::object()}};

@@ -7,21 +7,11 @@
 #include <iostream>
 
 #include "cli.hpp"
+#include "provenance.hpp"
 
 namespace cohsim::cli {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-/// `word` as one shell word.
-std::string shell_quoted(const std::string& word) {
-  std::string out = "'";
-  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-}  // namespace
 
 ReportStaging::ReportStaging(const std::string& dir) : dir_(dir) {
   std::error_code ec;

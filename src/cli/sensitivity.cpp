@@ -336,7 +336,7 @@ int run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& n
     }
   }
   doc["sensitivity"] = table;
-  doc["inputs"] = listed;
+  doc["varied_inputs"] = listed;  // "inputs" is the provenance: files read -> sha256
   doc["calibrated_ranges"] = {{"method", kCalibratedRangeMethod}, {"ranges", ranges}};
   doc["not_varied"] = not_varied;
   doc["screening"] = {{"screen_set", set_text(o.screen_sets)}, {"full_runs", o.full_runs},

@@ -68,7 +68,7 @@ struct SensitivityOptions {
   bool quiet = false;
 };
 
-/// Runs the study around `nominal` (one full run per variant) and adds "sensitivity", "inputs",
+/// Runs the study around `nominal` (one full run per variant) and adds "sensitivity", "varied_inputs",
 /// "calibrated_ranges", "screening" and "difference_range" to `doc`; prints the tables. Returns the
 /// number of inputs whose runs failed (each is reported, the others still run).
 int run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& nominal, nlohmann::json& doc);

@@ -1,4 +1,6 @@
 #include "cohsim/config/params.hpp"
+#include "cohsim/config/inputs_read.hpp"
+#include "cohsim/config/sha256.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -6,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <fstream>
+#include <mutex>
 #include <regex>
 #include <sstream>
 
@@ -471,6 +474,19 @@ std::vector<std::string> Reader::keys_of(std::string_view key) const {
   return out;
 }
 
+namespace {
+std::mutex inputs_mutex;
+std::map<std::string, std::string>& inputs_map() {
+  static std::map<std::string, std::string> m;
+  return m;
+}
+}  // namespace
+
+std::map<std::string, std::string> inputs_read() {
+  std::lock_guard lock(inputs_mutex);
+  return inputs_map();
+}
+
 json load_json_file(const std::string& path, std::vector<std::string>* include_chain) {
   std::vector<std::string> local_chain;
   if (include_chain == nullptr) include_chain = &local_chain;
@@ -490,6 +506,10 @@ json load_json_file(const std::string& path, std::vector<std::string>* include_c
   std::stringstream ss;
   ss << in.rdbuf();
   std::string text = ss.str();
+  {
+    std::lock_guard lock(inputs_mutex);
+    inputs_map()[std::filesystem::path(path).lexically_normal().string()] = sha256_hex(text);
+  }
   json doc;
   try {
     doc = json::parse(text);

@@ -9,11 +9,17 @@ sweep/report tests. Controlled by environment variables:
   FAKE_COHSIM_SLEEP=SECONDS sleep that long first
   FAKE_COHSIM_VARIANTS=a,b  `params`: the scenario's variants (default: any name)
   FAKE_COHSIM_UNKNOWN=k,... `params`: names no model reads
+  COHSIM_BUILD_ID=ID        the build id `version --json` prints and results
+                            record (default fake-build-1), as the real binary
+
+A result records, like the real one's, build_id and inputs (the scenario
+file's path -> its sha256).
 
 `cohsim params SCENARIO [--variant V] [--set k=v]... --json F` (the name check
 sweep.py runs first) exits 2 for an unknown variant or name and is not logged.
 """
 
+import hashlib
 import json
 import math
 import os
@@ -42,7 +48,15 @@ def params_check(variant, sets):
     return 0
 
 
+def build_id():
+    return os.environ.get("COHSIM_BUILD_ID") or "fake-build-1"
+
+
 def main(argv):
+    if argv == ["version", "--json"]:
+        print(json.dumps({"version": "0.1.0", "git_commit": "unknown", "git_dirty": False,
+                          "build_id": build_id()}))
+        return 0
     if len(argv) < 2 or argv[0] not in ("run", "params"):
         usage("usage: cohsim run SCENARIO [options]")
     scenario, rest = argv[1], argv[2:]
@@ -50,7 +64,7 @@ def main(argv):
     i = 0
     while i < len(rest):
         a = rest[i]
-        if a == "-q":
+        if a in ("-q", "--override-variant"):
             i += 1
             continue
         if i + 1 >= len(rest):
@@ -89,7 +103,8 @@ def main(argv):
     doc = {
         "scenario": scenario, "platform": "kunpeng920", "workload": "fake-cmdq",
         "variant": variant, "params": dict(sets, cpus=cpus), "seed": seed,
-        "version": "0.1.0",
+        "version": "0.1.0", "build_id": build_id(),
+        "inputs": {scenario: hashlib.sha256(open(scenario, "rb").read()).hexdigest()},
         "metrics": {
             "ops_per_s": 1e6 * math.sqrt(cpus) / f * jitter,
             "latency_ns.p50": 100 * f * math.log2(cpus + 1) * jitter,

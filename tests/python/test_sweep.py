@@ -168,6 +168,38 @@ class RunTest(SweepCase):
         self.assertEqual(len(rows), 8)
         self.assertEqual({r["status"] for r in rows}, {"ok"})
 
+    def test_stale_points_of_another_build_or_changed_inputs_are_recomputed(self):
+        self.assertEqual(self.sweep(*self.grid_args()).returncode, 0)
+        self.assertEqual(len(self.calls()), 8)
+        doc = json.loads((self.out / "points" / "cmpxchg__cpus=2__s1.json").read_text())
+        self.assertEqual(doc["build_id"], "fake-build-1")
+        # a new build: every point is recomputed, and the line says why
+        self.log.unlink()
+        r = self.sweep(*self.grid_args(), env={"COHSIM_BUILD_ID": "fake-build-2"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(self.calls()), 8)
+        self.assertIn("recomputing 8 of 8 points: 8 made by another build (fake-build-1; "
+                      "this binary is fake-build-2)", r.stderr)
+        self.assertNotIn("already complete", r.stderr)
+        # the same build again: nothing runs
+        self.log.unlink()
+        r = self.sweep(*self.grid_args(), env={"COHSIM_BUILD_ID": "fake-build-2"})
+        self.assertEqual(self.calls(), [])
+        self.assertNotIn("recomputing", r.stderr)
+        # a changed input (the scenario file): recomputed too
+        self.scenario.write_text('{"changed": true}\n')
+        r = self.sweep(*self.grid_args(), env={"COHSIM_BUILD_ID": "fake-build-2"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(self.calls()), 8)
+        self.assertIn("recomputing 8 of 8 points: 8 whose input files changed since", r.stderr)
+
+    def test_override_variant_is_accepted_and_passed_on(self):
+        r = self.sweep("--variant", "cmpxchg", "--set", "lock=tas", "--override-variant", "-q",
+                       "--out", str(self.out))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        (call,) = self.calls()
+        self.assertIn("--override-variant", call)
+
     def test_failed_point_does_not_stop_others(self):
         r = self.sweep(*self.grid_args(), env={"FAKE_COHSIM_FAIL": "cpus=4"})
         self.assertEqual(r.returncode, 1)
@@ -269,6 +301,9 @@ class NameCheckTest(SweepCase):
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("did you mean 'sections'?", r.stderr)
         self.assertFalse((self.out / "points").exists())
+        # the flag the refusal suggests is one sweep.py takes
+        self.assertIn("--override-variant", subprocess.run(
+            [sys.executable, str(SCRIPTS / "sweep.py"), "--help"], capture_output=True, text=True).stdout)
 
 
 class MultiMachineTest(SweepCase):
