@@ -8,10 +8,12 @@
 # submits a 3-point sweep of configs/scenarios/c2c-kunpeng920.json, waits, collects,
 # and compares the CSV with a local sweep of the same points byte for byte (the CSV
 # has no host-timing columns, they stay in each point's JSON; the test checks that).
-# Part 2 deletes one point's result file (which is
-# what a task killed mid-run leaves, as cohsim writes its JSON by rename: killing a
-# task at a chosen moment of a 50 ms point cannot be made deterministic), resubmits,
-# and checks that only that point ran again. Every daemon it started is stopped on
+# Part 2 deletes one point's result file (what a lost task leaves: cohsim writes its
+# JSON by rename), resubmits, and checks that only that point ran again. Part 3 kills
+# a task for real: scancel as soon as its log says its ~2 s point started (so the
+# kill lands mid-run unless scancel takes seconds, which fails the test rather than
+# passing it), then --status must list it failed with its log, and a resubmission
+# must run that point alone. Every daemon it started is stopped on
 # every exit path (trap). A daemon that does not start fails the test with its log.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,8 +32,11 @@ T=$(mktemp -d /tmp/cohsim-slurm-test.XXXXXX)
 STARTED_MUNGE=0
 stop_all() {
   set +e
-  if [ -f "$T/slurmctld.pid" ]; then
-    SLURM_CONF=$T/slurm.conf scontrol shutdown >/dev/null 2>&1
+  if [ -f "$T/slurmctld.pid" ]; then  # end this cluster's jobs first: their slurmstepd
+    export SLURM_CONF=$T/slurm.conf    # outlives slurmd otherwise
+    scancel --user=root >/dev/null 2>&1
+    for _ in $(seq 50); do [ -z "$(squeue -h 2>/dev/null)" ] && break; sleep 0.2; done
+    scontrol shutdown >/dev/null 2>&1
   fi
   for f in slurmd slurmctld; do
     [ -f "$T/$f.pid" ] || continue
@@ -40,6 +45,12 @@ stop_all() {
     kill -0 "$pid" 2>/dev/null && kill "$pid"
     for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+  done
+  # a step daemon of this cluster still there (its environment names our slurm.conf)
+  for pid in $(pgrep -x slurmstepd); do
+    if tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qx "SLURM_CONF=$T/slurm.conf"; then
+      kill -9 "$pid" 2>/dev/null
+    fi
   done
   if [ "$STARTED_MUNGE" = 1 ] && [ -f "$T/munged.pid" ]; then
     pid=$(cat "$T/munged.pid")
@@ -154,7 +165,7 @@ cp "$T/local/results.csv" "$T/local.csv"
 cp "$T/slurm/results.csv" "$T/slurm.csv"
 [ "$(wc -l < "$T/local.csv")" -eq 4 ] || fail "local CSV has not 3 points: $(cat "$T/local.csv")"
 cmp "$T/local.csv" "$T/slurm.csv" || { diff "$T/local.csv" "$T/slurm.csv" >&2; fail "Slurm CSV differs from the local one"; }
-echo "slurm_test: part 1 ok: the Slurm sweep's CSV equals the local one (host timings dropped)"
+echo "slurm_test: part 1 ok: the Slurm sweep's CSV equals the local one byte for byte"
 
 # ---- part 2: one point lost (a killed task), resubmit, only it runs again
 LOST=default__cpu_b=8__s1
@@ -177,4 +188,38 @@ cmp "$T/local.csv" "$T/slurm2.csv" || fail "CSV after the resubmission differs f
 echo "$(scripts/sweep.py "${GRID[@]}" --out "$T/slurm" --backend slurm 2>&1)" | grep -q "nothing to submit" \
   || fail "a third submission of a complete sweep submitted something"
 echo "slurm_test: part 2 ok: only $LOST was recomputed"
+# ---- part 3: kill one array task mid-run (scancel once its log says the point started;
+# the point takes ~2 s, the other ~50 ms), resubmit, and only the killed point runs again
+KGRID=(configs/scenarios/c2c-kunpeng920.json --param rounds=20,4000000 --set cpu_b=8 --set warmup=2)
+KILLED=default__rounds=4000000__s1
+KEPT=default__rounds=20__s1
+scripts/sweep.py "${KGRID[@]}" --out "$T/kill" --backend slurm -q > "$T/job.txt"
+job=$(cat "$T/job.txt")
+task=$(python3 -c "import json,sys; s=json.load(open(sys.argv[1]))[-1]; print([i for i,t in enumerate(s['tasks']) if sys.argv[2] in t][0])" "$T/kill/slurm/submissions.json" "$KILLED")
+klog=$T/kill/slurm/logs/${job}_${task}.log
+for _ in $(seq 200); do grep -q "cohsim-sweep-start $KILLED" "$klog" 2>/dev/null && break; sleep 0.1; done
+grep -q "cohsim-sweep-start $KILLED" "$klog" 2>/dev/null || { show_log "$T/slurmd.log"; fail "task ${job}_$task did not start in 20 s"; }
+scripts/sweep.py --status "$T/kill" > "$T/status.txt" || true   # exit 1: not all done
+cat "$T/status.txt"
+grep -q " 1 running" "$T/status.txt" || fail "--status does not show the task running"
+scancel "${job}_${task}"
+for _ in $(seq 100); do [ -z "$(squeue -h -j "$job" -r 2>/dev/null)" ] && break; sleep 0.1; done
+[ -z "$(squeue -h -j "$job" -r 2>/dev/null)" ] || fail "job $job still in the queue 10 s after scancel"
+[ ! -e "$T/kill/points/$KILLED.json" ] || fail "$KILLED finished before the kill (the test needs a longer point)"
+[ -f "$T/kill/points/$KEPT.json" ] || fail "$KEPT has no result"
+stat -c %Y.%y "$T/kill/points/$KEPT.json" > "$T/kept-before.txt"
+set +e; scripts/sweep.py --status "$T/kill" > "$T/status.txt"; rc=$?; set -e
+cat "$T/status.txt"
+[ $rc -eq 1 ] && grep -q "1 done, 0 running, 0 pending, 1 failed" "$T/status.txt" \
+  && grep -q "failed $KILLED (job $job task $task, killed while running): log $klog" "$T/status.txt" \
+  || fail "--status after the kill"
+out=$(scripts/sweep.py "${KGRID[@]}" --out "$T/kill" --backend slurm 2>&1) || fail "resubmit: $out"
+echo "$out"
+echo "$out" | grep -q "submitted job [0-9]*: 1 point(s) in 1 array task(s)" || fail "resubmit did not submit just 1 point"
+wait_done "$T/kill"
+last=$(ls -t "$T"/kill/slurm/jobs-*.txt | head -1)
+[ "$(wc -l < "$last")" -eq 1 ] && grep -q "/$KILLED.json" "$last" || fail "the resubmitted job list is not just $KILLED"
+stat -c %Y.%y "$T/kill/points/$KEPT.json" | cmp - "$T/kept-before.txt" || fail "$KEPT was recomputed"
+scripts/sweep.py --collect "$T/kill"
+echo "slurm_test: part 3 ok: the killed task's point alone was recomputed"
 echo "slurm_test: PASS"
