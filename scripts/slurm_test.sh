@@ -32,11 +32,11 @@ T=$(mktemp -d /tmp/cohsim-slurm-test.XXXXXX)
 STARTED_MUNGE=0
 stop_all() {
   set +e
-  if [ -f "$T/slurmctld.pid" ]; then  # end this cluster's jobs first: their slurmstepd
-    export SLURM_CONF=$T/slurm.conf    # outlives slurmd otherwise
-    scancel --user=root >/dev/null 2>&1
-    for _ in $(seq 50); do [ -z "$(squeue -h 2>/dev/null)" ] && break; sleep 0.2; done
-    scontrol shutdown >/dev/null 2>&1
+  if [ -f "$T/slurmctld.pid" ] && kill -0 "$(cat "$T/slurmctld.pid")" 2>/dev/null; then
+    export SLURM_CONF=$T/slurm.conf    # end this cluster's jobs first: their slurmstepd
+    timeout 5 scancel --user=root >/dev/null 2>&1   # outlives slurmd otherwise
+    for _ in $(seq 25); do [ -z "$(timeout 5 squeue -h 2>/dev/null)" ] && break; sleep 0.2; done
+    timeout 5 scontrol shutdown >/dev/null 2>&1
   fi
   for f in slurmd slurmctld; do
     [ -f "$T/$f.pid" ] || continue
@@ -116,9 +116,14 @@ mkdir -p "$T/state" "$T/spool"
 export SLURM_CONF=$T/slurm.conf
 slurmctld -f "$SLURM_CONF" || { show_log "$T/slurmctld.log"; fail "slurmctld did not start"; }
 slurmd -f "$SLURM_CONF" || { show_log "$T/slurmd.log"; fail "slurmd did not start"; }
+alive() { [ -f "$T/$1.pid" ] && kill -0 "$(cat "$T/$1.pid")" 2>/dev/null; }
 up=0
-for _ in $(seq 60); do
-  state=$(sinfo -h -n "$HOST" -o %T 2>/dev/null || true)
+deadline=$(( SECONDS + 30 ))
+while [ $SECONDS -lt $deadline ]; do  # a client call waits ~10 s for a dead controller: bound it
+  for d in slurmctld slurmd; do
+    alive $d || { sleep 0.5; alive $d; } || { show_log "$T/$d.log"; fail "$d exited after starting"; }
+  done
+  state=$(timeout 5 sinfo -h -n "$HOST" -o %T 2>/dev/null || true)
   case "$state" in idle*|mix*|alloc*) up=1; break ;; esac
   sleep 0.5
 done
@@ -127,8 +132,9 @@ echo "slurm_test: slurmctld and slurmd up ($(sinfo -h -o '%N %c CPUs %m MB %T'))
 
 GRID=(configs/scenarios/c2c-kunpeng920.json --param cpu_b=1,8,24 --set rounds=20 --set warmup=2)
 wait_done() {  # wait_done DIR: until --status says every point is done, or fail
-  for _ in $(seq 240); do
-    if scripts/sweep.py --status "$1" > "$T/status.txt"; then cat "$T/status.txt"; return 0; fi
+  local deadline=$(( SECONDS + 120 ))
+  while [ $SECONDS -lt $deadline ]; do
+    if timeout 30 scripts/sweep.py --status "$1" > "$T/status.txt"; then cat "$T/status.txt"; return 0; fi
     if grep -q ' [1-9][0-9]* failed' "$T/status.txt" && ! grep -qE ' [1-9][0-9]* (running|pending)' "$T/status.txt"; then
       cat "$T/status.txt" >&2; for l in "$1"/slurm/logs/*.log; do show_log "$l"; done
       fail "the array ended with failed points"
