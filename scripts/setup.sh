@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what cohsim needs from Debian's packages. Idempotent; quiet when
 # everything is already there. Run as root (or with sudo available).
-# chromium: the report's browser test; parallel: the multi-host sweep test.
+# chromium: the report's browser test; parallel: the multi-host sweep test;
+# slurm-wlm and munge: the Slurm sweep test (scripts/slurm_test.sh starts the daemons itself).
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
@@ -10,6 +11,7 @@ packages=(
   python3 python3-matplotlib python3-jsonschema
   clang libclang-rt-14-dev
   chromium parallel
+  slurm-wlm munge
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -51,6 +51,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cohsim_results as cr  # noqa: E402
+import sweep_slurm  # noqa: E402
 
 STDERR_TAIL_LINES = 15
 DETAILED_FAILURES = 3   # full command + stderr tail for the first few failures
@@ -635,6 +636,24 @@ def collect(out_dir, quiet):
     return 1 if (missing or bad) else 0
 
 
+# ------------------------------------------------------------ slurm ---
+
+def submit_slurm(args, scenario, params, variants, seeds, fixed, out_dir):
+    """--backend slurm: the job lines of --emit-joblist, as one Slurm job array."""
+    if args.emit_joblist:
+        raise UsageError("--emit-joblist and --backend slurm are two ways to run a sweep elsewhere: give one")
+    if args.chunk < 1:
+        raise UsageError("--chunk must be at least 1")
+
+    def run_joblist(path):
+        quiet, args.emit_joblist, args.quiet = args.quiet, path, True
+        try:
+            return run_sweep(args, scenario, params, variants, seeds, fixed, out_dir)
+        finally:
+            args.emit_joblist, args.quiet = None, quiet
+    return sweep_slurm.submit(args, run_joblist, expand_grid(params, variants, seeds), fixed, out_dir)
+
+
 # ------------------------------------------------------------ main ---
 
 def build_parser():
@@ -666,6 +685,18 @@ def build_parser():
     ap.add_argument("--collect", metavar="DIR",
                     help="build DIR/results.csv from DIR/points/**/*.json; runs nothing")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    slurm = ap.add_argument_group("Slurm (scripts/sweep_slurm.py; repo and --out on a shared filesystem)")
+    slurm.add_argument("--backend", choices=("local", "slurm"), default="local",
+                       help="local: run here (default); slurm: submit the points that are "
+                            "not complete as one sbatch job array and return")
+    slurm.add_argument("--chunk", type=int, default=1, metavar="N",
+                       help="points per array task (default 1)")
+    slurm.add_argument("--partition", metavar="P", help="sbatch --partition")
+    slurm.add_argument("--time", metavar="T", help="sbatch --time per task; " + sweep_slurm.ESTIMATE_HELP)
+    slurm.add_argument("--mem", metavar="M", help="sbatch --mem per task (see --time)")
+    slurm.add_argument("--status", metavar="DIR",
+                       help="done, running, pending and failed points of DIR's Slurm arrays, "
+                            "with an ETA and each failed task's log; exit 0 when all are done")
     return ap
 
 
@@ -673,6 +704,10 @@ def main(argv=None):
     ap = build_parser()
     args = ap.parse_args(argv)
     try:
+        if args.status:
+            if args.scenario or args.collect:
+                raise UsageError("--status DIR takes no scenario or --collect")
+            return sweep_slurm.status(Path(args.status).resolve(), fmt_duration)
         if args.collect:
             if args.scenario or args.param or args.emit_joblist:
                 raise UsageError("--collect DIR takes no scenario, --param or --emit-joblist")
@@ -695,9 +730,14 @@ def main(argv=None):
             raise UsageError("%s is both swept (--param) and fixed (--set)" % ", ".join(sorted(both)))
         out_dir = Path(args.out).resolve() if args.out else (
             Path.cwd() / "sweep-out" / Path(args.scenario).stem)
+        if args.backend == "slurm":
+            return submit_slurm(args, resolve_scenario(args.scenario), params, variants, seeds,
+                                fixed, out_dir)
+        if args.chunk != 1 or args.partition or args.time or args.mem:
+            raise UsageError("--chunk, --partition, --time and --mem need --backend slurm")
         return run_sweep(args, resolve_scenario(args.scenario), params, variants, seeds,
                          fixed, out_dir)
-    except UsageError as e:
+    except (UsageError, sweep_slurm.SlurmError) as e:
         sys.stderr.write("%s: error: %s\n" % (ap.prog, e))
         return 2
 
