@@ -111,7 +111,7 @@ int cmd_params(const std::vector<std::string>& args) {
     rows.push_back(row);
   }
   for (const auto& key : unread)
-    rows.push_back({{"name", key}, {"value", s.params.at(key)}, {"kind", ""}, {"bounds", ""}, {"doc", ""},
+    rows.push_back({{"name", key}, {"value", s.params.at(key)}, {"kind", "not read here"}, {"bounds", ""}, {"doc", ""},
                     {"set_by", scenario::set_by(s, key) == "the scenario file" ? "file" : scenario::set_by(s, key)},
                     {"source", ""}, {"range", json::array()}, {"unused", true},
                     {"unused_because", fmt::format("the {} workload does not read it on {} (a value set for it is "
