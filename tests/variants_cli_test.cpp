@@ -188,3 +188,37 @@ TEST_CASE("compare --platforms runs the variants on each platform side by side",
   CHECK(one.exit_code == 2);
   CHECK_THAT(one.output, Catch::Contains("name two or more files"));
 }
+
+TEST_CASE("a variant parameter no model reads on this platform is a warning, listed in unused_params",
+          "[cli][variants]") {
+  TempDir dir;
+  const std::string scen = source_path("configs/scenarios/ipi-kunpeng920.json"), out = dir.file("out.json");
+  const std::string x86 = source_path("configs/platforms/skylake-sp-2s.json");
+  auto on_x86 = run_cli(fmt::format("compare {} --platform {} --variants wmb,dsb-ishst --set rounds=1 --json {}",
+                                    quoted(scen), quoted(x86), quoted(out)));
+  INFO(on_x86.output);
+  REQUIRE(on_x86.exit_code == 0);
+  CHECK_THAT(on_x86.output, Catch::Contains("barrier = \"dsb-ishst\" (set by variant 'dsb-ishst') has no effect") &&
+                                Catch::Contains("(set by variant 'wmb') has no effect"));
+  CHECK(results_of(out)["unused_params"]["params.barrier"] == json{"wmb", "dsb-ishst"});
+
+  auto run_x86 = run_cli(fmt::format("run {} --platform {} --variant dsb-ishst --set rounds=1 --json {}",
+                                     quoted(scen), quoted(x86), quoted(out)));
+  INFO(run_x86.output);
+  REQUIRE(run_x86.exit_code == 0);
+  CHECK_THAT(run_x86.output, Catch::Contains("barrier = \"dsb-ishst\"") && Catch::Contains("has no effect"));
+  CHECK(results_of(out)["unused_params"].contains("params.barrier"));
+  CHECK_FALSE(results_of(out)["params"].contains("barrier"));
+
+  auto on_arm = run_cli(fmt::format("compare {} --variants wmb,dsb-ishst --set rounds=1 --json {}", quoted(scen),
+                                    quoted(out)));
+  INFO(on_arm.output);
+  REQUIRE(on_arm.exit_code == 0);
+  CHECK_THAT(on_arm.output, !Catch::Contains("has no effect"));
+  CHECK(results_of(out)["unused_params"].empty());
+
+  auto params = run_cli(fmt::format("params {} --platform {} --variant dsb-ishst", quoted(scen), quoted(x86)));
+  INFO(params.output);
+  REQUIRE(params.exit_code == 0);
+  CHECK_THAT(params.output, Catch::Contains("barrier = dsb-ishst") && Catch::Contains("no effect here"));
+}

@@ -238,6 +238,16 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
               {"headline", runs.front().doc["headline"]}, {"overrides", runs.front().doc["overrides"]},
               {"params", runs.front().doc["params"]}, {"baseline", runs.front().doc["label"]}, {"runs", json::array()}};
   for (const auto& r : every_run) doc["runs"].push_back(r.doc);
+  // Every value some variant's run did not read on this platform: path -> the variants.
+  json unused = json::object();
+  for (const auto& r : every_run)
+    if (r.doc.contains("unused_params"))
+      for (auto it = r.doc["unused_params"].begin(); it != r.doc["unused_params"].end(); ++it) {
+        json& list = unused[it.key()];
+        const json label = r.doc.value("label", json(""));
+        if (std::find(list.begin(), list.end(), label) == list.end()) list.push_back(label);
+      }
+  doc["unused_params"] = unused;
   if (with_sensitivity) {
     SensitivityOptions so{.scenario = o.scenario, .variants = variants, .overrides = ov, .seed = o.seed,
                           .metric = o.metric, .screen_sets = overrides_of(o.screen_sets), .full_runs = o.full_runs,

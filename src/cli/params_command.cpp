@@ -81,7 +81,11 @@ int cmd_params(const std::vector<std::string>& args) {
   config::Reader reader(&s.params, s.file, "params", &reg, false, &workload_schema);
   const auto workload = scenario::workloads().at(s.workload).make(reader, machine);
   machine.check_platform_fully_read();  // a name no model reads fails as in run (with a did-you-mean)
-  config::check_all_read(s.params, s.file, "params", reg);
+  // A parameter the workload declares but did not read here has no effect (run warns); it is listed, marked.
+  const auto unread = scenario::declared_but_unread_params(s, reg, s.seed);
+  json checked = s.params;
+  for (const auto& key : unread) checked.erase(key);
+  config::check_all_read(checked, s.file, "params", reg);
   std::map<std::string, json> declared;
   flatten(platform_schema, "platform", declared);
   flatten(workload_schema, "params", declared);
@@ -108,6 +112,12 @@ int cmd_params(const std::vector<std::string>& args) {
     }
     rows.push_back(row);
   }
+  for (const auto& key : unread)
+    rows.push_back({{"name", key}, {"value", s.params.at(key)}, {"kind", "not read here"}, {"bounds", ""}, {"doc", ""},
+                    {"set_by", scenario::set_by(s, key) == "the scenario file" ? "file" : scenario::set_by(s, key)},
+                    {"source", ""}, {"range", json::array()}, {"unused", true},
+                    {"unused_because", fmt::format("the {} workload does not read it on {} (a value set for it is "
+                                                   "ignored)", s.workload, machine.name())}});
   if (!json_out.empty()) {
     write_file_atomically(json_out, json{{"scenario", scenario_path}, {"workload", s.workload},
                                          {"variant", s.variant}, {"platform_file", s.platform.file},

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "cohsim/cpu/cpu.hpp"
 #include "cohsim/sim/log.hpp"
 
 namespace cohsim::scenario {
@@ -162,12 +163,62 @@ Run::Run(const LoadedScenario& s, std::uint64_t seed) : s_(s) {
   config::Reader params(&s.params, s.file, "params", &registry_, /*sourced=*/false);
   workload_ = workloads().at(s.workload).make(params, *machine_);
   machine_->check_platform_fully_read();
-  config::check_all_read(s.params, s.file, "params", registry_);
+  // A parameter the workload declares but did not read on this platform has
+  // no effect: a warning, not the error an unknown key is.
+  json checked = s.params;
+  for (const auto& key : declared_but_unread_params(s, registry_, seed)) {
+    checked.erase(key);
+    unused_params_["params." + key] =
+        fmt::format("the {} workload does not read it on {} ({})", s.workload, machine_->name(),
+                    machine_->cpu(0).is_arm() ? "arm64" : "x86");
+  }
+  config::check_all_read(checked, s.file, "params", registry_);
+  // A platform value set here (variant or --set) that its model marked unused.
+  for (const auto& p : registry_.provenance()) {
+    if (p.unused_because.empty()) continue;
+    const bool set_here = std::any_of(s.overrides.begin(), s.overrides.end(), [&](const auto& o) { return o.key == p.path; }) ||
+                          (!s.variant.empty() && s.variant_settings.at(s.variant).contains(p.path));
+    if (set_here) unused_params_[p.path] = p.unused_because;
+  }
+  for (const auto& [path, why] : unused_params_) {
+    const std::string key = path.rfind("params.", 0) == 0 ? path.substr(7) : path;
+    const json& value = path.rfind("params.", 0) == 0 ? s.params.at(key) : json(registry_.used.count(path) ? registry_.used.at(path) : json());
+    cohsim::log("scenario")->warn("{} = {} (set by {}) has no effect on this platform: {}", key, value.dump(),
+                                  set_by(s, key), why);
+  }
   cohsim::log("scenario")->debug("{}: workload {} variant '{}' on {} ({} CPUs), seed {}", s.file, s.workload,
                                  s.variant, machine_->name(), machine_->cpu_count(), seed);
 }
 
 Run::~Run() = default;
+
+std::vector<std::string> declared_but_unread_params(const LoadedScenario& s, const config::Registry& reg,
+                                                    std::uint64_t seed) {
+  std::vector<std::string> unread;
+  for (auto it = s.params.begin(); it != s.params.end(); ++it)
+    if (!it.key().empty() && it.key()[0] != '_' && !reg.was_read("params." + it.key())) unread.push_back(it.key());
+  if (unread.empty()) return unread;
+  json schema = {{"properties", json::object()}};
+  try {
+    config::Registry machine_reg;
+    Machine probe(s.platform, seed, machine_reg);
+    config::Registry schema_reg(/*schema_mode=*/true);
+    config::Reader r(nullptr, "(schema)", "params", &schema_reg, /*sourced=*/false, &schema);
+    workloads().at(s.workload).make(r, probe);
+  } catch (const std::exception&) {
+    return {};  // no declarations: the keys stay unknown (an error)
+  }
+  std::erase_if(unread, [&](const std::string& k) { return !schema["properties"].contains(k); });
+  return unread;
+}
+
+std::string set_by(const LoadedScenario& s, const std::string& key) {
+  for (const auto& o : s.overrides)
+    if (o.key == key) return "--set";
+  if (!s.variant.empty() && s.variant_settings.at(s.variant).contains(key))
+    return fmt::format("variant '{}'", s.variant);
+  return "the scenario file";
+}
 
 Results Run::execute() { return workload_->run(); }
 

@@ -101,13 +101,26 @@ class Run {
   config::Registry& registry() { return registry_; }
   /// The parameters as used (defaults filled in), flat.
   config::json params_used() const;
+  /// Values set (scenario file, variant or --set) that no model reads on this
+  /// platform: a workload parameter the workload declares but did not read
+  /// here (an arm64-only knob on x86), or a platform value a model marked
+  /// unused. Path ("params.X", "platform.P") -> why; each is warned at load.
+  const std::map<std::string, std::string>& unused_params() const { return unused_params_; }
 
  private:
   const LoadedScenario& s_;
   config::Registry registry_;
   std::unique_ptr<Machine> machine_;
   std::unique_ptr<Workload> workload_;
+  std::map<std::string, std::string> unused_params_;
 };
+
+/// The keys of `s.params` that `reg` did not read but the workload declares
+/// (its reads in schema mode, where every configuration's keys are declared).
+std::vector<std::string> declared_but_unread_params(const LoadedScenario& s, const config::Registry& reg,
+                                                    std::uint64_t seed);
+/// Where `s` sets `key` (a params name or platform.PATH): "--set", "variant 'V'" or "the scenario file".
+std::string set_by(const LoadedScenario& s, const std::string& key);
 
 /// Appends the per-line contention report (top `n` lines, "contention") and
 /// the per-link report (the `n` busiest links, "links": utilisation and
