@@ -214,7 +214,8 @@ TEST_CASE("validate marks a row fitted with the parameters fitted to it, and oth
 TEST_CASE("a derived row of two fitted rows is an identity, one with a predicted part is predicted", "[validate]") {
   TempDir dir;
   json rows = json::array();
-  for (const json& row : config::load_json_file(source_path("data/calibration.json"))["rows"])
+  const json calibration = config::load_json_file(source_path("data/calibration.json"));
+  for (const json& row : calibration["rows"])
     if (row["id"].get<std::string>().rfind("kp920.mem.node0.from-cpu", 0) == 0) rows.push_back(row);
   REQUIRE(rows.size() == 4);  // from-cpu0, 24 and 48 are fitted (validate's own output above), 72 predicted
   rows.push_back({{"id", "test.mem.die-step"},
@@ -232,7 +233,8 @@ TEST_CASE("a derived row of two fitted rows is an identity, one with a predicted
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   std::map<std::string, json> by_id;
-  for (const auto& row : config::load_json_file(out)["rows"]) by_id[row["id"].get<std::string>()] = row;
+  const json doc = config::load_json_file(out);
+  for (const auto& row : doc["rows"]) by_id[row["id"].get<std::string>()] = row;
   CHECK(by_id.at("test.mem.die-step")["kind"] == "identity");
   CHECK(by_id.at("test.mem.far-step")["kind"] == "predicted");
 }
