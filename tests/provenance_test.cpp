@@ -32,12 +32,19 @@ TEST_CASE("sha256 gives the FIPS 180-4 digests", "[provenance]") {
         "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
-TEST_CASE("run --json records the command, the build and every input's sha256", "[provenance]") {
-  TempDir dir;
+namespace {
+/// A small c2c scenario in `dir` whose platform file includes another (so an include's hash can be checked).
+std::string write_c2c_scenario(const TempDir& dir) {
   dir.write("base.json", platform_json().dump(1));
   dir.write("p.json", R"({"include": "base.json"})");
-  const std::string scenario = dir.write(
-      "s.json", json{{"platform", "p.json"}, {"workload", "c2c"}, {"params", {{"rounds", 10}, {"warmup", 0}}}}.dump(1));
+  return dir.write("s.json",
+                   json{{"platform", "p.json"}, {"workload", "c2c"}, {"params", {{"rounds", 10}, {"warmup", 0}}}}.dump(1));
+}
+}  // namespace
+
+TEST_CASE("run --json records the command, the build and every input's sha256", "[provenance]") {
+  TempDir dir;
+  const std::string scenario = write_c2c_scenario(dir);
   const std::string out = dir.file("out.json");
   ::setenv("COHSIM_BUILD_ID", "test-build-7", 1);
   const auto r = run_cli(fmt::format("run {} --seed 3 --json {} -q", quoted(scenario), quoted(out)));
@@ -76,10 +83,7 @@ TEST_CASE("version --json names the build, and COHSIM_BUILD_ID replaces its id",
 
 TEST_CASE("rerun reproduces a run's metrics, or names the metrics and inputs that differ", "[provenance]") {
   TempDir dir;
-  dir.write("base.json", platform_json().dump(1));
-  dir.write("p.json", R"({"include": "base.json"})");
-  const std::string scenario = dir.write(
-      "s.json", json{{"platform", "p.json"}, {"workload", "c2c"}, {"params", {{"rounds", 10}, {"warmup", 0}}}}.dump(1));
+  const std::string scenario = write_c2c_scenario(dir);
   const std::string out = dir.file("out.json");
   REQUIRE(run_cli(fmt::format("run {} --set cpu_b=48 --seed 3 --json {} -q", quoted(scenario), quoted(out))).exit_code == 0);
   const auto same = run_cli("rerun " + quoted(out));
