@@ -58,10 +58,9 @@ std::vector<CalibrationRow> read_calibration(const std::string& file) {
                                 pct ? "a row has tolerance_pct or tolerance_abs, not both"
                                     : "missing required key (tolerance_pct, or tolerance_abs in the row's unit)");
     const char* tol_key = pct ? "tolerance_pct" : "tolerance_abs";
-    (pct ? row.tolerance_pct : row.tolerance_abs) = row_number(r, file, at, tol_key);
-    if ((pct ? row.tolerance_pct : row.tolerance_abs) < 0)
-      throw config::ConfigError(file, at + "." + tol_key,
-                                fmt::format("value {}: must be at least 0", r[tol_key].get<double>()));
+    double& tol = pct ? row.tolerance_pct : row.tolerance_abs;
+    tol = row_number(r, file, at, tol_key);
+    if (tol < 0) throw config::ConfigError(file, at + "." + tol_key, fmt::format("value {}: must be at least 0", tol));
     if (row.measured == 0 && pct)
       throw config::ConfigError(file, at + ".measured",
                                 "value 0: a relative tolerance needs a measurement that is not 0 (use tolerance_abs)");
@@ -103,20 +102,18 @@ double error_pct(const CalibrationRow& row, double predicted) {
 }
 
 bool holds(const CalibrationRow& row, double predicted) {
-  if (row.absolute()) {
-    const double d = predicted - row.measured;
-    return row.at_least ? d >= -row.tolerance_abs : std::fabs(d) <= row.tolerance_abs;
-  }
-  const double e = error_pct(row, predicted);
-  return row.at_least ? e >= -row.tolerance_pct : std::fabs(e) <= row.tolerance_pct;
+  // The error in the tolerance's own terms: in the unit, or percent of the measurement.
+  const double e = row.absolute() ? predicted - row.measured : error_pct(row, predicted);
+  return row.at_least ? e >= -row.tolerance() : std::fabs(e) <= row.tolerance();
+}
+
+std::string tolerance_text(const CalibrationRow& row) {
+  return row.absolute() ? fmt::format("{:g} {}", row.tolerance_abs, row.unit) : fmt::format("{:g}%", row.tolerance_pct);
 }
 
 std::string tolerance_rule(const CalibrationRow& row) {
-  const std::string tol = row.absolute() ? fmt::format("{:g} {}", row.tolerance_abs, row.unit)
-                                         : fmt::format("{:g}%", row.tolerance_pct);
-  if (!row.at_least) return "tol " + tol;
-  const bool zero = row.absolute() ? row.tolerance_abs == 0 : row.tolerance_pct == 0;
-  return zero ? "bound: holds at >= measured" : "bound: holds at >= measured - " + tol;
+  if (!row.at_least) return "tol " + tolerance_text(row);
+  return row.tolerance() == 0 ? "bound: holds at >= measured" : "bound: holds at >= measured - " + tolerance_text(row);
 }
 
 void add_tolerance(nlohmann::json& j, const CalibrationRow& row) {

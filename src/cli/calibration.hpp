@@ -28,6 +28,8 @@ struct CalibrationRow {
   char op = 0;                 ///< '-' or '/' for a derived row, 0 for a row with a scenario
   /// Whether the row is judged by an absolute tolerance (a derived row near zero).
   bool absolute() const { return !std::isnan(tolerance_abs); }
+  /// The allowed error: tolerance_abs (in the unit) or tolerance_pct (percent), whichever the row has.
+  double tolerance() const { return absolute() ? tolerance_abs : tolerance_pct; }
 };
 
 /// The prediction for one row, or why there is none.
@@ -52,6 +54,8 @@ double error_pct(const CalibrationRow& row, double predicted);
 /// Whether a prediction meets the row: within its tolerance, or for a lower
 /// bound at least the measurement (less the tolerance).
 bool holds(const CalibrationRow& row, double predicted);
+/// The row's tolerance as written: "3%" or "8 ns".
+std::string tolerance_text(const CalibrationRow& row);
 /// The row's rule in words: "tol 3%", "tol 8 ns", or a lower bound's.
 std::string tolerance_rule(const CalibrationRow& row);
 /// Adds the row's tolerance_pct or tolerance_abs to a JSON record of it.

@@ -63,11 +63,10 @@ std::string wrapped(const std::string& text, const std::string& first, const std
   return out + line + "\n";
 }
 
-std::string tolerance_text(const CalibrationRow& row) {
-  const std::string tol = row.absolute() ? fmt::format("{:g} {}", row.tolerance_abs, row.unit)
-                                         : fmt::format("{:g}%", row.tolerance_pct);
-  if (!row.at_least) return tol;
-  return (row.absolute() ? row.tolerance_abs : row.tolerance_pct) == 0 ? ">=meas" : ">=-" + tol;
+/// The tolerance column: "3%", "8 ns", or a lower bound's ">=meas" / ">=-2%".
+std::string tolerance_cell(const CalibrationRow& row) {
+  if (!row.at_least) return tolerance_text(row);
+  return row.tolerance() == 0 ? ">=meas" : ">=-" + tolerance_text(row);
 }
 
 std::string error_text(double error_pct) { return std::isnan(error_pct) ? "-" : fmt::format("{:+.1f}%", error_pct); }
@@ -239,7 +238,7 @@ std::string validation_report_markdown(const ValidationReport& report) {
     for (const auto* r : rows)
       md += table_line(std::to_string(++number), r->row->id, id_width, format_quantity(r->row->measured, r->row->unit),
                        format_quantity(r->verdict.predicted, r->row->unit), error_text(r->verdict.error_pct),
-                       tolerance_text(*r->row), r->verdict.status);
+                       tolerance_cell(*r->row), r->verdict.status);
     md += "```\n\n";
     number -= static_cast<int>(rows.size());
     for (const auto* r : rows) md += row_details(++number, *r, platform);
