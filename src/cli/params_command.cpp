@@ -93,18 +93,20 @@ int cmd_params(const std::vector<std::string>& args) {
   for (const auto& p : reg.provenance()) provenance[p.path] = &p;
   const json variant_settings = s.variant.empty() ? json::object() : s.variant_settings.at(s.variant);
 
+  // Where a value comes from: --set, the variant, the file, or (a workload parameter not in it) the default.
+  auto origin = [&](const std::string& key, bool is_param) -> std::string {
+    for (const auto& o : overrides)
+      if (o.key == key) return "--set";
+    if (variant_settings.contains(key)) return "variant " + s.variant;
+    return is_param && !s.params.contains(key) ? "default" : "file";
+  };
   json rows = json::array();
   for (const auto& [path, value] : reg.used) {
     const json decl = declared.count(path) ? declared.at(path) : json{{"doc", ""}, {"kind", ""}, {"bounds", ""}};
     const bool is_param = path.rfind("params.", 0) == 0;
     const std::string key = is_param ? path.substr(7) : path;
-    std::string set_by = "file";
-    for (const auto& o : overrides)
-      if (o.key == key) set_by = "--set";
-    if (set_by == "file" && variant_settings.contains(key)) set_by = "variant " + s.variant;
-    if (set_by == "file" && is_param && !s.params.contains(key)) set_by = "default";
     json row = {{"name", key}, {"value", value}, {"kind", decl["kind"]}, {"bounds", decl["bounds"]},
-                {"doc", decl["doc"]}, {"set_by", set_by}, {"source", ""}, {"range", json::array()}};
+                {"doc", decl["doc"]}, {"set_by", origin(key, is_param)}, {"source", ""}, {"range", json::array()}};
     if (const auto it = provenance.find(path); it != provenance.end()) {
       if (!it->second->workload) row["source"] = it->second->source;
       if (!it->second->range_low.is_null()) row["range"] = {it->second->range_low, it->second->range_high};
@@ -114,10 +116,8 @@ int cmd_params(const std::vector<std::string>& args) {
   }
   for (const auto& key : unread)
     rows.push_back({{"name", key}, {"value", s.params.at(key)}, {"kind", "not read here"}, {"bounds", ""}, {"doc", ""},
-                    {"set_by", scenario::set_by(s, key) == "the scenario file" ? "file" : scenario::set_by(s, key)},
-                    {"source", ""}, {"range", json::array()}, {"unused", true},
-                    {"unused_because", fmt::format("the {} workload does not read it on {} (a value set for it is "
-                                                   "ignored)", s.workload, machine.name())}});
+                    {"set_by", origin(key, true)}, {"source", ""}, {"range", json::array()}, {"unused", true},
+                    {"unused_because", scenario::unread_param_reason(s, machine)}});
   if (!json_out.empty()) {
     write_file_atomically(json_out, json{{"scenario", scenario_path}, {"workload", s.workload},
                                          {"variant", s.variant}, {"platform_file", s.platform.file},

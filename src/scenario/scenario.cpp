@@ -168,23 +168,19 @@ Run::Run(const LoadedScenario& s, std::uint64_t seed) : s_(s) {
   json checked = s.params;
   for (const auto& key : declared_but_unread_params(s, registry_, seed)) {
     checked.erase(key);
-    unused_params_["params." + key] =
-        fmt::format("the {} workload does not read it on {} ({})", s.workload, machine_->name(),
-                    machine_->cpu(0).is_arm() ? "arm64" : "x86");
+    unused_params_["params." + key] = unread_param_reason(s, *machine_);
   }
   config::check_all_read(checked, s.file, "params", registry_);
   // A platform value set here (variant or --set) that its model marked unused.
-  for (const auto& p : registry_.provenance()) {
-    if (p.unused_because.empty()) continue;
-    const bool set_here = std::any_of(s.overrides.begin(), s.overrides.end(), [&](const auto& o) { return o.key == p.path; }) ||
-                          (!s.variant.empty() && s.variant_settings.at(s.variant).contains(p.path));
-    if (set_here) unused_params_[p.path] = p.unused_because;
-  }
+  for (const auto& p : registry_.provenance())
+    if (!p.unused_because.empty() && !set_by(s, p.path).empty()) unused_params_[p.path] = p.unused_because;
   for (const auto& [path, why] : unused_params_) {
-    const std::string key = path.rfind("params.", 0) == 0 ? path.substr(7) : path;
-    const json& value = path.rfind("params.", 0) == 0 ? s.params.at(key) : json(registry_.used.count(path) ? registry_.used.at(path) : json());
+    const bool is_param = path.rfind("params.", 0) == 0;
+    const std::string key = is_param ? path.substr(7) : path;
+    const json value = is_param ? s.params.at(key) : registry_.used.count(path) ? registry_.used.at(path) : json();
+    const std::string by = set_by(s, key);
     cohsim::log("scenario")->warn("{} = {} (set by {}) has no effect on this platform: {}", key, value.dump(),
-                                  set_by(s, key), why);
+                                  by.empty() ? "the scenario file" : by, why);
   }
   cohsim::log("scenario")->debug("{}: workload {} variant '{}' on {} ({} CPUs), seed {}", s.file, s.workload,
                                  s.variant, machine_->name(), machine_->cpu_count(), seed);
@@ -217,7 +213,12 @@ std::string set_by(const LoadedScenario& s, const std::string& key) {
     if (o.key == key) return "--set";
   if (!s.variant.empty() && s.variant_settings.at(s.variant).contains(key))
     return fmt::format("variant '{}'", s.variant);
-  return "the scenario file";
+  return {};
+}
+
+std::string unread_param_reason(const LoadedScenario& s, const Machine& m) {
+  return fmt::format("the {} workload does not read it on {} ({})", s.workload, m.name(),
+                     m.cpu(0).is_arm() ? "arm64" : "x86");
 }
 
 Results Run::execute() { return workload_->run(); }

@@ -55,6 +55,7 @@ class Machine {
   fabric::MemoryMap& memory() { return *mem_; }
   fabric::Fabric& fabric() { return *fabric_; }
   cpu::Cpu& cpu(int n) { return *cpus_.at(static_cast<std::size_t>(n)); }
+  const cpu::Cpu& cpu(int n) const { return *cpus_.at(static_cast<std::size_t>(n)); }
   int cpu_count() const { return topo_->cpu_count(); }
   const cpu::CpuParams& cpu_params() const { return cpu_params_; }
   const PlatformDoc& platform() const { return platform_; }

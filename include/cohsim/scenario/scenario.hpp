@@ -119,8 +119,11 @@ class Run {
 /// (its reads in schema mode, where every configuration's keys are declared).
 std::vector<std::string> declared_but_unread_params(const LoadedScenario& s, const config::Registry& reg,
                                                     std::uint64_t seed);
-/// Where `s` sets `key` (a params name or platform.PATH): "--set", "variant 'V'" or "the scenario file".
+/// Where `s` sets `key` (a params name or platform.PATH) beyond its file: "--set", "variant 'V'", or
+/// empty (the scenario file, or a default).
 std::string set_by(const LoadedScenario& s, const std::string& key);
+/// Why a workload parameter of `s` that its workload declares but did not read has no effect on `m`.
+std::string unread_param_reason(const LoadedScenario& s, const Machine& m);
 
 /// Appends the per-line contention report (top `n` lines, "contention") and
 /// the per-link report (the `n` busiest links, "links": utilisation and
