@@ -72,17 +72,13 @@ int cmd_litmus(const std::vector<std::string>& args) {
     if (files.size() > 1 && tty) std::cerr << "\r\033[K";
     std::cout << litmus::format_summary(entries);
     if (!json_file.empty()) write_file_atomically(json_file, litmus::to_json(entries).dump(1) + "\n");
-    bool error = false, unsound = false;
-    for (const auto& e : entries) {
-      error |= e.status == litmus::Entry::Status::error;
-      unsound |= e.verdict == litmus::Verdict::unsound;
-    }
-    if (error) return kBadInput;
-    if (litmus::summarize(entries).supported() == 0) {  // nothing judged is not a pass
+    const litmus::Summary summary = litmus::summarize(entries);
+    if (summary.errors > 0) return kBadInput;
+    if (summary.supported() == 0) {  // nothing judged is not a pass
       std::cerr << "cohsim: error: no test was run: every one is unsupported\n";
       return kCheckFailed;
     }
-    return unsound ? kCheckFailed : kOk;
+    return summary.unsound > 0 ? kCheckFailed : kOk;
   } catch (const litmus::ParseError& e) {
     std::cerr << "cohsim: error: " << e.what() << "\n";
     return kBadInput;
