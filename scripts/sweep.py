@@ -440,7 +440,8 @@ def run_sweep(args, scenario, params, variants, seeds, fixed, out_dir):
 
     todo = [p for p in points if not cr.is_complete(points_dir / (p["id"] + ".json"))]
     stale, stale_line = [], None
-    if len(todo) < len(points) and os.path.isfile(cohsim) and os.access(cohsim, os.X_OK):
+    runnable = os.path.isfile(cohsim) and os.access(cohsim, os.X_OK)
+    if len(todo) < len(points) and runnable:
         ran = {p["id"] for p in todo}
         stale, stale_line = stale_points(cohsim, [p for p in points if p["id"] not in ran], points_dir)
         ran |= {p["id"] for p in stale}
@@ -449,7 +450,7 @@ def run_sweep(args, scenario, params, variants, seeds, fixed, out_dir):
         sys.stderr.write(stale_line)
 
     if args.emit_joblist:
-        if todo and os.path.isfile(cohsim) and os.access(cohsim, os.X_OK):
+        if todo and runnable:
             check_names(cohsim, scenario, params, variants, fixed, args.override_variant)
         desc["cohsim"] = repo_relative(cohsim)
         cr.atomic_write_text(out_dir / "sweep.json", json.dumps(desc, indent=2) + "\n")
@@ -468,7 +469,7 @@ def run_sweep(args, scenario, params, variants, seeds, fixed, out_dir):
                                 len(points), out_dir))
         return 0
 
-    if not (os.path.isfile(cohsim) and os.access(cohsim, os.X_OK)):
+    if not runnable:
         raise UsageError("cohsim binary not found or not executable: %s (build it with "
                          "`cmake --preset release && cmake --build --preset release`, or pass "
                          "--cohsim PATH / set COHSIM)" % cohsim)
