@@ -485,11 +485,13 @@ def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measure
                 " (%s)" % sens[0]["variant"] if sens[0].get("variant") else "")))
         blocks.append(("p", "Kinds: estimate = a platform estimate over its declared range; calibrated = "
                        "over the values that keep its calibration rows within tolerance; workload estimate "
-                       "= over the range its declaration gives; screened = short runs only."))
+                       "= over the range its declaration gives; structural = another plausible mechanism (= name) run in "
+                       "place of the platform's; screened = short runs only."))
         srows = []
         for s in sorted(sens, key=_swing):
             c = nominal_value(s)
-            srows.append([s.get("param", ""), input_kind(s), "%s .. %s" % (s.get("low"), s.get("high"))]
+            span = ("= %s" % s["alternative"]) if "alternative" in s else "%s .. %s" % (s.get("low"), s.get("high"))
+            srows.append([s.get("param", ""), input_kind(s), span]
                          + ([] if same else [s.get("metric", ""), s.get("variant", "")])
                          + [cr.fmt_num(s.get("value_low")), cr.fmt_num(c),
                             cr.fmt_num(s.get("value_high")),

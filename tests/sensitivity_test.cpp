@@ -276,3 +276,60 @@ TEST_CASE("sensitivity options without a study or with a negative count are refu
   CHECK(negative.exit_code == 2);
   CHECK_THAT(negative.output, Catch::Contains("--full-runs: -2: must be 0 or more"));
 }
+
+TEST_CASE("a structural choice with alternatives is run once with each, and an alternative must be another valid choice",
+          "[sensitivity][config][cli]") {
+  TempDir dir;
+  json platform = platform_json("kunpeng920");
+  const std::string nominal = platform["coherence"]["arbitration"].get<std::string>();
+  REQUIRE(nominal == "arrival");
+  auto with_arbitration = [&](const json& value) {
+    platform["coherence"]["arbitration"] = value;
+    dir.write("p.json", platform.dump());
+  };
+  const std::string scen =
+      dir.write("s.json", json{{"platform", "p.json"}, {"workload", "c2c"}, {"params", {{"rounds", 5}, {"warmup", 0}}}}.dump());
+  auto load_error = [&](const json& value) {
+    with_arbitration(value);
+    auto s = scenario::load_scenario(scen, "", {});
+    try {
+      scenario::Run run(s, 1);
+    } catch (const config::ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(load_error({{"value", "arrival"}, {"source", "estimate: test"}, {"alternatives", {"fifo"}}}),
+             Catch::Contains("platform.coherence.arbitration") && Catch::Contains("\"fifo\" is not one of the choices"));
+  CHECK_THAT(load_error({{"value", "arrival"}, {"source", "estimate: test"}}), Catch::Contains("needs its plausible \"alternatives\""));
+  CHECK_THAT(load_error({{"value", "arrival"}, {"source", "estimate: test"}, {"range", {"a", "b"}}}),
+             Catch::Contains("unknown field 'range' (allowed: value, source, alternatives)"));
+  CHECK(load_error("arrival").empty());  // a bare choice is still a choice
+
+  with_arbitration({{"value", "arrival"}, {"source", "estimate: test"}, {"alternatives", {"random", "nearest"}}});
+  const std::string out = dir.file("out.json");
+  auto r = run_cli("sensitivity " + quoted(scen) + " --json " + quoted(out) + " -q");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("2 alternative mechanisms") && Catch::Contains("= random"));
+  const json doc = config::load_json_file(out);
+  std::set<std::string> run;
+  for (const auto& in : doc["varied_inputs"])
+    if (in["param"] == "platform.coherence.arbitration") {
+      CHECK(in["kind"] == "structural");
+      run.insert(in["alternative"].get<std::string>());
+    }
+  CHECK(run == std::set<std::string>{"random", "nearest"});
+  // a --set that chooses an alternative runs it as the nominal; the other alternatives stay inputs
+  auto chosen = scenario::load_scenario(scen, "", {{"platform.coherence.arbitration", "random"}});
+  scenario::Run chosen_run(chosen, 1);
+  for (const auto& p : chosen_run.registry().provenance())
+    if (p.path == "platform.coherence.arbitration") CHECK(p.alternatives == std::vector<std::string>{"nearest"});
+  // each alternative's row is the run with that choice in place of the platform's
+  for (const auto& e : doc["sensitivity"])
+    if (e["param"] == "platform.coherence.arbitration" && e["alternative"] == "random") {
+      const double direct = cli::run_scenario(scen, "", {{"platform.coherence.arbitration", "random"}}, std::nullopt, false)
+                                .results.get(e["metric"].get<std::string>());
+      CHECK(e["value_low"].get<double>() == direct);
+      CHECK(e["value_high"].get<double>() == direct);
+    }
+}

@@ -26,29 +26,39 @@ const char* input_kind_name(InputKind kind) {
     case InputKind::estimate: return "estimate";
     case InputKind::calibrated: return "calibrated";
     case InputKind::workload_estimate: return "workload estimate";
+    case InputKind::structural: return "structural";
   }
   return "?";
 }
 
 namespace {
 
-/// One input the study varies and the two values it runs at.
+std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+/// One input the study varies and the values it runs at: a number's two range ends, or one alternative mechanism.
 struct Input {
   std::string path;
   InputKind kind = InputKind::estimate;
-  json low, high;  ///< config notation
+  std::vector<json> values;  ///< config notation: {low, high}, or {alternative}
+  bool structural() const { return kind == InputKind::structural; }
+  /// As the tables show it: "low .. high", or "= alternative".
+  std::string range_text() const {
+    return structural() ? "= " + text_of(values.front()) : text_of(values.front()) + " .. " + text_of(values.back());
+  }
+  /// Its values' keys in JSON: {"low", "high"} or {"alternative"}.
+  json fields() const {
+    return structural() ? json{{"alternative", values.front()}} : json{{"low", values.front()}, {"high", values.back()}};
+  }
 };
 
-/// The runs of one input: per range end, one run per variant.
+/// The runs of one input: per value, one run per variant.
 struct Outcome {
-  std::vector<RunOutput> at[2];
+  std::vector<std::vector<RunOutput>> at;
   bool full = false;   ///< at the scenario's full length (else screened with short runs)
   double score = 0;    ///< the largest change of the primary metric or its difference, in %
   std::optional<double> screen_score;  ///< the score in the screening runs
   std::string error;   ///< the first line of a run's error (the watchdog, a bad value); then no results
 };
-
-std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
 std::string set_text(const std::vector<scenario::Override>& ov) {
   std::string out;
@@ -110,11 +120,16 @@ std::vector<Input> uncertain_inputs(const SensitivityOptions& o, scenario::Run& 
   int done = 0;
   for (const auto& p : prov) {
     if (const auto u = unused.find(p.path); u != unused.end()) {
-      if (p.estimate || !p.calibration_rows().empty()) not_varied.push_back({{"param", p.path}, {"why", u->second}});
+      if (p.estimate || !p.calibration_rows().empty() || !p.alternatives.empty())
+        not_varied.push_back({{"param", p.path}, {"why", u->second}});
+      continue;
+    }
+    if (p.choice) {  // a mechanism: each plausible alternative is one input
+      for (const auto& alt : p.alternatives) inputs.push_back({p.path, InputKind::structural, {json(alt)}});
       continue;
     }
     if (p.estimate && !p.range_low.is_null()) {
-      inputs.push_back({p.path, p.workload ? InputKind::workload_estimate : InputKind::estimate, p.range_low, p.range_high});
+      inputs.push_back({p.path, p.workload ? InputKind::workload_estimate : InputKind::estimate, {p.range_low, p.range_high}});
       continue;
     }
     if (p.calibration_rows().empty()) continue;
@@ -131,7 +146,7 @@ std::vector<Input> uncertain_inputs(const SensitivityOptions& o, scenario::Run& 
       r = range_json(calibrated_range(p, platform_file, search), platform_ov);
     }
     ranges.push_back(r);
-    if (!r["low"].is_null()) inputs.push_back({p.path, InputKind::calibrated, r["low"], r["high"]});
+    if (!r["low"].is_null()) inputs.push_back({p.path, InputKind::calibrated, {r["low"], r["high"]}});
   }
   if (!o.quiet && done > 0) std::cerr << "\n";
   return inputs;
@@ -199,11 +214,13 @@ void print_study(const SensitivityOptions& o, const std::vector<Input>& inputs, 
                  const json& not_varied, const json& diff_range) {
   std::map<InputKind, int> count;
   for (const auto& in : inputs) ++count[in.kind];
-  std::cout << fmt::format("\nsensitivity: {} inputs varied one at a time at their range ends ({} estimates, {} calibrated, "
-                           "{} workload estimates)\n",
+  std::cout << fmt::format("\nsensitivity: {} inputs varied one at a time ({} estimates, {} calibrated, "
+                           "{} workload estimates at their range ends; {} alternative mechanisms)\n",
                            inputs.size(), count[InputKind::estimate], count[InputKind::calibrated],
-                           count[InputKind::workload_estimate]);
+                           count[InputKind::workload_estimate], count[InputKind::structural]);
   std::cout << "  estimates and workload estimates: their declared plausible range\n  " << kCalibratedRangeMethod << "\n";
+  if (count[InputKind::structural] > 0)
+    std::cout << "  structural: a mechanism the platform names as plausible beside the one it uses, run in its place\n";
   for (const auto& r : ranges)
     if (r["low"].is_null()) std::cout << fmt::format("  {}: {}\n", r["param"].get<std::string>(), r["note"].get<std::string>());
   for (const auto& n : not_varied)
@@ -213,7 +230,7 @@ void print_study(const SensitivityOptions& o, const std::vector<Input>& inputs, 
     std::cout << fmt::format("  screened: all {} inputs with short runs ({}); run at full length: the {} that moved "
                              "{} or its difference most\n",
                              inputs.size(), set_text(o.screen_sets), full, metric);
-  std::cout << fmt::format("\neffect on {} (change from nominal at the low / high end", metric);
+  std::cout << fmt::format("\neffect on {} (change from nominal at the low / high end, or with the alternative", metric);
   if (o.variants.size() > 1) std::cout << "; diff: the difference to " << o.variants.front() << " there";
   std::cout << ")\n";
   std::cout << fmt::format("  {:<44} {:<17} {:<22} {:<6}", "input", "kind", "range", "run");
@@ -224,22 +241,25 @@ void print_study(const SensitivityOptions& o, const std::vector<Input>& inputs, 
     const auto& out = outcomes[i];
     const auto& ref = out.full ? nominal : screen_nominal;
     std::cout << fmt::format("  {:<44} {:<17} {:<22} {:<6}", inputs[i].path, input_kind_name(inputs[i].kind),
-                             text_of(inputs[i].low) + " .. " + text_of(inputs[i].high), out.full ? "full" : "screen");
+                             inputs[i].range_text(), out.full ? "full" : "screen");
     if (!out.error.empty()) {
       std::cout << " FAILED: " << out.error << "\n";
       continue;
     }
-    for (std::size_t vi = 0; vi < o.variants.size(); ++vi)
-      std::cout << fmt::format(" {:>19}", pct_text(pct(out.at[0][vi].results.get(metric), ref[vi].results.get(metric))) + " / " +
-                                              pct_text(pct(out.at[1][vi].results.get(metric), ref[vi].results.get(metric))));
-    for (std::size_t vi = 1; vi < o.variants.size(); ++vi)
-      std::cout << fmt::format(" {:>19}", pct_text(pct(out.at[0][vi].results.get(metric), out.at[0][0].results.get(metric))) +
-                                              " / " +
-                                              pct_text(pct(out.at[1][vi].results.get(metric), out.at[1][0].results.get(metric))));
+    // One cell per variant and per difference: the change at each of the input's values, "low / high" or one.
+    auto cell = [&](std::size_t vi, bool difference) {
+      std::string text;
+      for (const auto& at : out.at)
+        text += (text.empty() ? "" : " / ") +
+                pct_text(pct(at[vi].results.get(metric), (difference ? at[0] : ref[vi]).results.get(metric)));
+      return text;
+    };
+    for (std::size_t vi = 0; vi < o.variants.size(); ++vi) std::cout << fmt::format(" {:>19}", cell(vi, false));
+    for (std::size_t vi = 1; vi < o.variants.size(); ++vi) std::cout << fmt::format(" {:>19}", cell(vi, true));
     std::cout << "\n";
   }
   if (diff_range.empty()) return;
-  std::cout << fmt::format("\nrange of each difference over the inputs' range ends (one at a time{})\n",
+  std::cout << fmt::format("\nrange of each difference over the inputs' range ends and alternatives (one at a time{})\n",
                            o.screen_sets.empty() ? "" : fmt::format("; the {} full-length inputs only", full));
   for (auto it = diff_range.begin(); it != diff_range.end(); ++it) {
     const auto& r = it.value();
@@ -273,15 +293,17 @@ int run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& n
   auto run_input = [&](std::size_t i, bool full) {
     outcomes[i].full = full;
     outcomes[i].error.clear();
-    for (int b = 0; b < 2; ++b) {
+    outcomes[i].at.assign(inputs[i].values.size(), {});
+    for (std::size_t b = 0; b < inputs[i].values.size(); ++b) {
       auto ov = full ? o.overrides : short_ov;
-      const json& value = b == 0 ? inputs[i].low : inputs[i].high;
+      const json& value = inputs[i].values[b];
       ov.push_back({inputs[i].path.rfind("params.", 0) == 0 ? inputs[i].path.substr(7) : inputs[i].path, text_of(value)});
       try {
         outcomes[i].at[b] = run_variants(o, ov);
       } catch (const std::exception& e) {  // one input's failure (e.g. the watchdog) does not end the study
         const std::string what = e.what();
-        outcomes[i].error = fmt::format("at {} ({}): {}", text_of(value), b == 0 ? "low" : "high",
+        outcomes[i].error = fmt::format("at {} ({}): {}", text_of(value),
+                                        inputs[i].structural() ? "alternative" : b == 0 ? "low" : "high",
                                         what.substr(0, what.find('\n')));
         outcomes[i].score = 0;
         return;
@@ -319,20 +341,23 @@ int run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& n
     const auto& ref = out.full ? nominal : screen_nominal;
     const char* run = out.full ? "full" : "screen";
     (out.full ? full_names : screened_names).push_back(inputs[i].path);
-    listed.push_back({{"param", inputs[i].path}, {"kind", input_kind_name(inputs[i].kind)}, {"low", inputs[i].low},
-                      {"high", inputs[i].high}, {"run", run}, {"score_pct", out.score}});
+    listed.push_back({{"param", inputs[i].path}, {"kind", input_kind_name(inputs[i].kind)}, {"run", run}, {"score_pct", out.score}});
+    listed.back().update(inputs[i].fields());
     if (out.screen_score) listed.back()["screen_score_pct"] = *out.screen_score;
     if (!out.error.empty()) {
       listed.back()["error"] = out.error;
       continue;
     }
+    // An alternative mechanism is one value: its row gives it as both ends, so every reader of low/high works.
     for (std::size_t vi = 0; vi < o.variants.size(); ++vi) {
-      const double lo = out.at[0][vi].results.get(metric), hi = out.at[1][vi].results.get(metric);
+      const double lo = out.at.front()[vi].results.get(metric), hi = out.at.back()[vi].results.get(metric);
       const double base = ref[vi].results.get(metric);
-      table.push_back({{"param", inputs[i].path}, {"kind", input_kind_name(inputs[i].kind)}, {"low", inputs[i].low},
-                       {"high", inputs[i].high}, {"metric", metric}, {"variant", o.variants[vi]}, {"value_low", lo},
-                       {"value_high", hi}, {"baseline_value", base}, {"change_low_pct", pct_json(pct(lo, base))},
-                       {"change_high_pct", pct_json(pct(hi, base))}, {"run", run}});
+      table.push_back({{"param", inputs[i].path}, {"kind", input_kind_name(inputs[i].kind)},
+                       {"low", inputs[i].values.front()}, {"high", inputs[i].values.back()}, {"metric", metric},
+                       {"variant", o.variants[vi]}, {"value_low", lo}, {"value_high", hi}, {"baseline_value", base},
+                       {"change_low_pct", pct_json(pct(lo, base))}, {"change_high_pct", pct_json(pct(hi, base))},
+                       {"run", run}});
+      table.back().update(inputs[i].fields());
     }
   }
   doc["sensitivity"] = table;

@@ -1,6 +1,7 @@
 // Sensitivity: every uncertain input of a scenario (platform estimates,
 // calibrated platform numbers, workload estimates) run at the two ends of its
-// range, one at a time, with optional screening of long scenarios.
+// range, and every structural choice at each of its alternative mechanisms,
+// one at a time, with optional screening of long scenarios.
 #pragma once
 
 #include <optional>
@@ -18,9 +19,9 @@ std::optional<double> pct(double value, double base);
 /// A percent change as JSON: the number, or null when it is not defined.
 nlohmann::json pct_json(std::optional<double> p);
 
-/// Why an input is uncertain.
-enum class InputKind { estimate, calibrated, workload_estimate };
-/// "estimate", "calibrated" or "workload estimate".
+/// Why an input is uncertain: a number's range (estimated, calibrated) or another plausible mechanism (structural).
+enum class InputKind { estimate, calibrated, workload_estimate, structural };
+/// "estimate", "calibrated", "workload estimate" or "structural".
 const char* input_kind_name(InputKind kind);
 
 /// Where the rows of a calibrated parameter reach their tolerance ends.

@@ -180,6 +180,16 @@ void Reader::declare(std::string_view key, Kind kind, const Spec& s) {
     props[std::string(key)] = sourced_ && kind != Kind::boolean
                                   ? wrapped
                                   : json{{"description", std::string(s.doc)}, {"anyOf", {t, wrapped}}};
+  } else if (sourced_ && kind == Kind::choice) {  // a structural choice: bare, or sourced with its alternatives
+    json wrapped = {{"type", "object"},
+                    {"description", std::string(s.doc)},
+                    {"required", {"value", "source"}},
+                    {"additionalProperties", false},
+                    {"properties",
+                     {{"value", t},
+                      {"source", {{"type", "string"}, {"description", "datasheet:, measurement: or estimate: with reasoning"}}},
+                      {"alternatives", {{"type", "array"}, {"minItems", 1}, {"items", t}}}}}};
+    props[std::string(key)] = json{{"description", std::string(s.doc)}, {"anyOf", {t, wrapped}}};
   } else {
     props[std::string(key)] = t;
   }
@@ -218,7 +228,7 @@ const json* Reader::value_of(std::string_view key, Kind kind, const Spec& s) {
   // Platform numbers must carry their source; a platform switch (boolean)
   // may, in the same form; so may a workload number (one fitted to a
   // calibration row says so, and validate and sensitivity read it).
-  const bool with_source = sourced_ ? is_numeric_kind(kind) || (kind == Kind::boolean && v.is_object())
+  const bool with_source = sourced_ ? is_numeric_kind(kind) || ((kind == Kind::boolean || kind == Kind::choice) && v.is_object())
                                     : is_numeric_kind(kind) && v.is_object();
   if (!sourced_ && !with_source) record_workload_estimate(path, v, s);
   if (with_source) {
@@ -227,8 +237,9 @@ const json* Reader::value_of(std::string_view key, Kind kind, const Spec& s) {
                             "\"calibration|datasheet|measurement|estimate: ...\"}}",
                             sourced_ ? "platform" : "sourced"));
     for (auto it = v.begin(); it != v.end(); ++it)
-      if (it.key() != "value" && it.key() != "source" && it.key() != "range")
-        fail(key, fmt::format("unknown field '{}' (allowed: value, source, range)", it.key()));
+      if (it.key() != "value" && it.key() != "source" && it.key() != (kind == Kind::choice ? "alternatives" : "range"))
+        fail(key, fmt::format("unknown field '{}' (allowed: value, source, {})", it.key(),
+                              kind == Kind::choice ? "alternatives" : "range"));
     if (!v.contains("source") || !v["source"].is_string() || v["source"].get<std::string>().empty())
       fail(key, "missing \"source\": say where the number comes from");
     Provenance p;
@@ -239,7 +250,19 @@ const json* Reader::value_of(std::string_view key, Kind kind, const Spec& s) {
     p.workload = !sourced_;
     p.min = s.min;
     p.max = s.max;
-    if (v.contains("range")) {
+    if (kind == Kind::choice) {
+      p.choice = true;
+      const json no_alternatives = json::array();
+      const json& alts = v.contains("alternatives") ? v["alternatives"] : no_alternatives;
+      if (!alts.is_array()) fail(key, "\"alternatives\" must be a list of the other plausible choices");
+      for (const auto& a : alts) {  // sensitivity runs the model at each: each must be a valid choice
+        if (!a.is_string() || std::find(s.choices.begin(), s.choices.end(), a.get<std::string>()) == s.choices.end())
+          fail(key, fmt::format("alternative {} is not one of the choices", a.dump()));
+        if (a != v["value"]) p.alternatives.push_back(a.get<std::string>());  // (a --set may choose an alternative)
+      }
+      if (p.estimate && p.alternatives.empty())
+        fail(key, "an estimated mechanism needs its plausible \"alternatives\": [\"other\", ...]");
+    } else if (v.contains("range")) {
       const json& r = v["range"];
       if (!r.is_array() || r.size() != 2) fail(key, "\"range\" must be [low, high]");
       for (const auto& end : r) {  // sensitivity runs the model at both ends: each must be a valid value

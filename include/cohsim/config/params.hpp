@@ -61,6 +61,10 @@ struct Provenance {
   bool estimate = false;
   bool workload = false;       ///< a workload parameter ("params.X"), not a platform number
   json range_low, range_high;  ///< for estimates, in config notation
+  /// For a structural choice: the other mechanisms that are plausible (sensitivity runs each), as written
+  /// under "alternatives"; empty for numbers and for choices without them.
+  std::vector<std::string> alternatives;
+  bool choice = false;  ///< a mechanism (a choice of names), not a number: only its alternatives are varied
   std::optional<double> min, max;  ///< the declared bounds, in base units (ps, Hz, bytes, plain)
   /// Why the value has no effect in this configuration (a what-if parameter
   /// of a mechanism the platform does not use); empty when it is used.
