@@ -260,7 +260,7 @@ const json* Reader::value_of(std::string_view key, Kind kind, const Spec& s) {
           fail(key, fmt::format("alternative {} is not one of the choices", a.dump()));
         if (a != v["value"]) p.alternatives.push_back(a.get<std::string>());  // (a --set may choose an alternative)
       }
-      if (p.estimate && p.alternatives.empty())
+      if (p.estimate && alts.empty())
         fail(key, "an estimated mechanism needs its plausible \"alternatives\": [\"other\", ...]");
     } else if (v.contains("range")) {
       const json& r = v["range"];
