@@ -23,10 +23,6 @@ CpuParams::CpuParams(config::Reader r) {
       Spec{.doc = "store ownership requests in flight at once (stores to different lines overlap their misses)",
            .min = 1, .max = 256}));
   store_commit = r.time("store_commit", Spec{.doc = "writing one owned line from the store buffer into L1", .max = 1e6});
-  system_ack_interval = r.time(
-      "system_ack_interval",
-      Spec{.doc = "spacing of full-system write acknowledgements at the core's bus interface (dsb sy/st waits for them)",
-           .max = 1e6});
   atomic_latency = r.time("atomic_latency", Spec{.doc = "executing an atomic once its line is held", .max = 1e6});
   if (arch == "arm64" || r.schema_mode()) {
     dsb_cost = r.time("dsb", Spec{.doc = "DSB pipeline drain, beyond waiting for the accesses", .def = "0", .max = 1e6});
@@ -44,18 +40,19 @@ CpuParams::CpuParams(config::Reader r) {
   irq_exit = r.time("irq_exit", Spec{.doc = "exception return", .max = 1e7});
   wfi_wake = r.time("wfi_wake", Spec{.doc = "wake-up from WFI/HLT once an interrupt is pending", .max = 1e8});
   if (arch == "arm64" || r.schema_mode()) {
-    inner_shareable_completion_at_home = r.boolean(
-        "inner_shareable_completion_at_home",
-        Spec{.doc = "arm64: a store is complete for dsb ish*/osh* only once its home acknowledged it, as for the "
-                    "full system (false: once it is written in this core's cache with ownership)",
-             .def = false});
-    system_dsb_handshake = r.time(
-        "system_dsb_handshake",
-        Spec{.doc = "arm64: a full-system DSB (sy/st, and osh* where outer_shareable_is_full_system) ends with a "
-                    "barrier handshake at the home agent of its own die once its stores are complete: this time "
-                    "beyond the round trip to it",
-             .def = "0",
-             .max = 1e6});
+    system_write_entries = static_cast<int>(r.integer(
+        "system_write_entries",
+        Spec{.doc = "arm64: lines the core's write-through buffer to its die's L3 holds; a full-system DSB waits "
+                    "until they are through (0: no write-through, full-system completion is inner-shareable completion)",
+             .def = nlohmann::json(0), .min = 0, .max = 256}));
+    system_write_slots = static_cast<int>(r.integer(
+        "system_write_slots",
+        Spec{.doc = "arm64: write-throughs to the die's L3 in flight at once (outstanding write transactions)",
+             .def = nlohmann::json(1), .min = 1, .max = 256}));
+    system_write_occupancy = r.time(
+        "system_write_occupancy",
+        Spec{.doc = "arm64: one write-through's time at the die's L3 (tag look-up and data write) beyond the round trip",
+             .def = "0", .max = 1e6});
     outer_shareable_is_full_system = r.boolean(
         "outer_shareable_is_full_system",
         Spec{.doc = "arm64: the outer-shareable domain reaches every observer, so dsb osh* waits for the home's "
@@ -73,6 +70,7 @@ Cpu::Cpu(int id, const CpuParams& p, fabric::Fabric& fab, sim::Simulator& sim, C
     : id_(id), p_(p), fab_(fab), sim_(sim), arm_(p.arch == "arm64"), core_(core) {
   port_wake_ = std::vector<sim::Signal>(static_cast<std::size_t>(2 * p_.outstanding_stores));
   sb_.reserve(static_cast<std::size_t>(p_.store_buffer_entries));
+  if (arm_) write_slot_free_.assign(static_cast<std::size_t>(p_.system_write_slots), 0);
   for (int i = 0; i < p_.outstanding_stores; ++i) {
     sim_.spawn(fmt::format("cpu{} store write port {}", id_, i), write_port(i), /*daemon=*/true);
     sim_.spawn(fmt::format("cpu{} store ownership prefetch {}", id_, i), ownership_prefetcher(i), /*daemon=*/true);
@@ -199,12 +197,8 @@ Task<void> Cpu::dsb(Domain d, BarrierType t) {
   if (t != BarrierType::ld) {
     if (system_domain(d)) {
       co_await wait_system_completion();
-      if (p_.system_dsb_handshake > 0) co_await system_barrier_handshake();
     } else {
-      if (d != Domain::nsh && p_.inner_shareable_completion_at_home)
-        co_await wait_home_acknowledged();
-      else
-        co_await drain_store_buffer();
+      co_await drain_store_buffer();
       if (d == Domain::osh)  // Device memory is outer shareable: its posted writes
         co_await wait_device_fence(posted_writes_arrived());
     }
@@ -212,14 +206,6 @@ Task<void> Cpu::dsb(Domain d, BarrierType t) {
   co_await sim_.delay(p_.dsb_cost);
   stats_.barrier_stall += sim_.now() - start;
   if (auto* tr = sim_.tracer()) tr->slice(id_, barrier_name("dsb", d, t), "barrier", start, sim_.now());
-}
-
-Task<void> Cpu::system_barrier_handshake() {
-  // The full-system DSB's barrier transaction: to the home agent of this
-  // CPU's die and back, once every earlier store is complete.
-  auto& icn = fab_.interconnect();
-  const int agent = icn.home_endpoint(icn.topology().node_of_cpu(id_));
-  co_await sim_.delay(icn.latency(id_, agent) + p_.system_dsb_handshake + icn.latency(agent, id_));
 }
 
 Task<void> Cpu::dmb(Domain d, BarrierType t) {

@@ -132,6 +132,7 @@ Task<void> Cpu::write_port(int port) {
       co_await fab_.atomic_far(id_, a.addr, a.size, a.op, a.value & mask, a.compare & mask, /*posted=*/true);
       co_await sim_.delay(p_.atomic_latency);
     } else {
+      co_await reserve_write_through(line);
       co_await fab_.acquire(id_, line, true);
       e = find_store(seq);
       if (e->atomic) {
@@ -177,15 +178,40 @@ Task<void> Cpu::ownership_prefetcher(int index) {
   }
 }
 
+bool Cpu::write_through_full(Addr line) {
+  if (!arm_ || p_.system_write_entries == 0) return false;
+  const Tick now = sim_.now();
+  std::erase_if(write_through_, [now](const WriteThrough& w) { return w.done <= now; });
+  for (const WriteThrough& w : write_through_)
+    if (w.line == line && w.issue > now) return false;  // merges into the line's waiting write
+  return static_cast<int>(write_through_.size()) >= p_.system_write_entries;
+}
+
+Task<void> Cpu::reserve_write_through(Addr line) {
+  // A full buffer frees its oldest entry when that line reaches the L3.
+  while (write_through_full(line)) {
+    Tick first = write_through_.front().done;
+    for (const WriteThrough& w : write_through_) first = std::min(first, w.done);
+    co_await sim_.delay(first - sim_.now());
+  }
+}
+
 void Cpu::note_write_done(Addr line) {
-  // Full-system completion: the home's acknowledgement, a round trip away,
-  // issued no closer than system_ack_interval to the previous one.
+  // Full-system completion (cpu.hpp): the written line goes through to the L3 of this core's die, in the
+  // first free of system_write_slots, a round trip away plus the L3's occupancy. A line whose earlier
+  // write-through has not left yet carries this store too. The room was reserved (reserve_write_through).
+  if (!arm_ || p_.system_write_entries == 0) return;
+  const Tick now = sim_.now();
+  for (const WriteThrough& w : write_through_)
+    if (w.line == line && w.issue > now) return;
   auto& icn = fab_.interconnect();
-  const int home = icn.home_endpoint(fab_.memory().home_node(line));
-  Tick ack = sim_.now() + icn.latency(id_, home) + icn.latency(home, id_);
-  Tick issue = std::max(sim_.now(), last_ack_issue_ + p_.system_ack_interval);
-  last_ack_issue_ = issue;
-  last_system_done_ = std::max(last_system_done_, std::max(ack, issue + p_.system_ack_interval));
+  const int l3 = icn.home_endpoint(icn.topology().node_of_cpu(id_));  // the die's L3 / home-agent stop
+  const Tick trip = icn.latency(id_, l3) + p_.system_write_occupancy + icn.latency(l3, id_);
+  Tick& slot = *std::min_element(write_slot_free_.begin(), write_slot_free_.end());
+  const Tick issue = std::max(now, slot);
+  slot = issue + trip;
+  write_through_.push_back({line, issue, slot});
+  last_system_done_ = std::max(last_system_done_, slot);
 }
 
 Task<void> Cpu::drain_store_buffer() {
@@ -201,13 +227,9 @@ Task<void> Cpu::wait_device_fence(Tick until) {
   if (until > sim_.now()) co_await sim_.delay(until - sim_.now());
 }
 
-Task<void> Cpu::wait_home_acknowledged() {
+Task<void> Cpu::wait_system_completion() {
   co_await drain_store_buffer();
   if (last_system_done_ > sim_.now()) co_await sim_.delay(last_system_done_ - sim_.now());
-}
-
-Task<void> Cpu::wait_system_completion() {
-  co_await wait_home_acknowledged();
   const Tick posted = posted_writes_arrived();
   if (posted > sim_.now()) co_await sim_.delay(posted - sim_.now());
 }
@@ -287,6 +309,7 @@ Task<bool> Cpu::store_exclusive(Addr a, int size, std::uint64_t v, Order o) {
   ++stats_.stores;
   co_await order_direct_write(a, size, o == Order::release || o == Order::full);
   const Addr line = fabric::line_of(a);
+  co_await reserve_write_through(line);
   Tick lat = co_await fab_.acquire(id_, line, true);
   if (!fab_.monitor_valid(id_, line)) {
     ++stats_.llsc_retries;
@@ -324,6 +347,7 @@ Task<std::uint64_t> Cpu::rmw(Addr a, int size, RmwOp op, std::uint64_t operand, 
     // and its write becomes visible at the end. A line snooped away during
     // execution is fetched again (the hardware would hold the snoop instead);
     // the read-modify-write itself happens in one instant, so it is atomic.
+    co_await reserve_write_through(line);
     Tick lat = co_await fab_.acquire(id_, line, true);
     // Locked operations of SMT siblings share the core: they run one at a time.
     Tick& core_busy = fab_.core_atomic_busy(id_);
@@ -349,6 +373,7 @@ Task<std::uint64_t> Cpu::rmw(Addr a, int size, RmwOp op, std::uint64_t operand, 
     co_await sim_.delay(lat);
     if (op == RmwOp::cas && old != (compare & mask)) co_return old;  // failed compare: clrex
     std::uint64_t next = fabric::apply_rmw(op, old, operand, compare) & mask;
+    co_await reserve_write_through(line);
     lat = co_await fab_.acquire(id_, line, true);
     if (!fab_.monitor_valid(id_, line)) {  // someone wrote the line since the LDXR
       ++stats_.llsc_retries;

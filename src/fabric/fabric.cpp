@@ -32,6 +32,14 @@ FabricParams::FabricParams(config::Reader caches, config::Reader coherence, conf
                                 "holding lines of any home for its cores, which look it up before the home agent "
                                 "(whose directory then tracks dies: a die that holds a line serves its cores)",
                          .def = "home", .choices = {"home", "die"}}) == "die";
+  remote_home_via_home =
+      llc_section.choice(
+          "remote_home_lines",
+          Spec{.doc = "per-die LLC: a line homed on another die moves between this die's cores through the die's "
+                      "L3 when the die holds it (die), or always through its home agent's directory (home)",
+               .def = "die", .choices = {"die", "home"}}) == "home" &&
+      llc_per_die;
+  if (!llc_per_die) llc_section.unused("remote_home_lines", "the LLC is memory-side (placement home): no die's L3 serves");
   llc_tag_latency = llc_section.time(
       "tag_latency", Spec{.doc = "per-die LLC: tag look-up deciding hit or miss, paid by every private miss on the "
                                  "way to the home",

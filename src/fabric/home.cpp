@@ -189,6 +189,7 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
 }
 
 bool Fabric::die_can_serve(const HomeLine& h, Addr line, int die, int agent, DirEvent event) const {
+  if (p_.remote_home_via_home && topo_.die_of_node(mem_.home_node(line)) != die) return false;
   if (h.state == DirState::EM) return h.owner != agent && agent_die(h.owner) == die;  // forwarded in the die
   if (h.state != DirState::S) return false;  // no cached copy: memory, through the home
   const bool is_sharer = h.sharers.test(static_cast<std::size_t>(agent));

@@ -2,17 +2,18 @@
 // buffer, the kernel's atomics, barriers by domain, compute time, spinning
 // that sleeps until the watched line changes, interrupts and WFI.
 //
-// Store completion (the barrier hypothesis, kept here only; docs/ipi.md):
+// Store completion (docs/ipi.md "What a DSB waits for"):
 //   written: the store buffer wrote the line in this core's cache with
-//     ownership;
-//   acknowledged: the line's home acknowledged the write, a round trip away,
-//     and the core's bus interface issues one acknowledgement per
-//     `system_ack_interval`.
-//   dsb ish*/osh* wait until the stores are written, or acknowledged where
-//   the platform says `inner_shareable_completion_at_home` (Kunpeng 920);
-//   dsb sy/st (and osh* where `outer_shareable_is_full_system`) wait until
-//   they are acknowledged, then run a barrier handshake with the home agent
-//   of this CPU's die (`system_dsb_handshake` beyond the round trip).
+//     ownership: complete for the inner-shareable domain (dsb ish*, nsh*, and
+//     osh* unless `outer_shareable_is_full_system`), and visible to every core.
+//   through: arm64 with `system_write_entries` > 0 (Kunpeng 920): each line
+//     written enters the core's write-through buffer (that many lines; a
+//     store to a line already waiting there merges), which sends it to the
+//     L3 of the core's die, `system_write_slots` lines in flight at once, each
+//     a round trip to the die's L3 plus `system_write_occupancy` there. A
+//     store finding the buffer full waits in the store buffer. dsb sy/st (and
+//     osh* where `outer_shareable_is_full_system`) wait until every written
+//     line is through: nothing when nothing is outstanding.
 // A posted MMIO write (Device-nGnRE, writel_relaxed) leaves the core at once
 // and completes when it reaches its device; writes to one device arrive in
 // program order; dsb sy/osh and a later MMIO read of that device wait for it.
@@ -89,15 +90,15 @@ struct CpuParams {
   int outstanding_loads = 1;    ///< loads in flight at once (miss handling)
   int outstanding_stores = 1;   ///< store ownership requests in flight at once
   Tick store_commit = 0;        ///< writing one owned line from the store buffer into L1
-  Tick system_ack_interval = 0; ///< bus-interface spacing of full-system store acknowledgements
   Tick atomic_latency = 0;      ///< execution of an atomic once the line is held
   Tick dsb_cost = 0, dmb_cost = 0, isb_cost = 0;  ///< arm64 barrier pipeline costs
   Tick mfence_cost = 0, lfence_cost = 0, sfence_cost = 0;  ///< x86 fence pipeline costs
   Tick tsc_read = 0;            ///< x86: rdtsc, the TSC clocksource's read (core-local)
   Tick wfe_event_stream = 0;    ///< arm64 event stream period waking WFE (0 = off)
   bool outer_shareable_is_full_system = true;  ///< arm64: osh barriers wait like sy (else like ish, plus MMIO)
-  bool inner_shareable_completion_at_home = false;  ///< arm64: dsb ish*/osh* wait for home acknowledgements too
-  Tick system_dsb_handshake = 0;  ///< arm64: a full-system DSB's handshake at its die's home agent, beyond the trip
+  int system_write_entries = 0;   ///< arm64: lines the write-through buffer to the die's L3 holds (0: none)
+  int system_write_slots = 1;     ///< arm64: write-throughs in flight at once
+  Tick system_write_occupancy = 0;  ///< arm64: one write-through's time at the L3 beyond the round trip
   Tick irq_entry = 0, irq_exit = 0;  ///< exception entry / return
   Tick wfi_wake = 0;            ///< wake-up from WFI / HLT once an interrupt is pending
   double smt_compute_share = 1;  ///< each thread's share of a solo core while its SMT sibling computes too
@@ -224,9 +225,7 @@ class Cpu {
   Task<void> sfence();
   /// Waits until the store buffer is empty (every store written in the cache).
   Task<void> drain_store_buffer();
-  /// Waits until every store so far is written and acknowledged by its home.
-  Task<void> wait_home_acknowledged();
-  /// Waits until every store so far has full-system completion, and every
+  /// Waits until every store so far has full-system completion (written, and through to the die's L3), and every
   /// posted MMIO write reached its device.
   Task<void> wait_system_completion();
   /// A posted MMIO write to device endpoint `device` that reaches it at
@@ -381,8 +380,10 @@ class Cpu {
   /// True when a full-system barrier is meant: sy, or osh where the platform
   /// says the outer-shareable domain is the full system.
   bool system_domain(Domain d) const;
-  /// A full-system DSB's closing barrier handshake with its die's home agent.
-  Task<void> system_barrier_handshake();
+  /// Waits until the write-through buffer has room for `line` (or `line` can merge into it).
+  Task<void> reserve_write_through(Addr line);
+  /// Whether `line` must wait for room in the write-through buffer (its lines still on their way at `now`).
+  bool write_through_full(Addr line);
   double compute_share() const;
   void set_computing(bool on);
 
@@ -410,8 +411,14 @@ class Cpu {
   Tick device_load_fence_ = 0;   ///< a dmb osh/sy: later loads wait for posted MMIO writes till then
   Tick device_store_fence_ = 0;  ///< a dmb osh/sy (all or st): later stores and atomics likewise
   std::vector<std::pair<int, Tick>> device_writes_;  ///< per device endpoint: last posted write's arrival
-  Tick last_system_done_ = 0;
-  Tick last_ack_issue_ = 0;
+  /// The write-through buffer: each line's issue to the L3 and its arrival there (arm64, system_write_entries).
+  struct WriteThrough {
+    Addr line;
+    Tick issue, done;
+  };
+  std::vector<WriteThrough> write_through_;
+  std::vector<Tick> write_slot_free_;  ///< per in-flight slot: when it is free
+  Tick last_system_done_ = 0;          ///< when the newest write-through reaches the L3
   CpuStats stats_;
   std::function<Task<void>(Cpu&)> irq_handler_;
   bool irq_pending_ = false;

@@ -77,6 +77,9 @@ struct FabricParams {
   /// The LLC sits per die (the die's coherence point, holding lines of any
   /// home; the home agent tracks dies) instead of memory-side at each home.
   bool llc_per_die = false;
+  /// Per-die LLC: a line homed on another die is served through its home agent only (else the die's L3
+  /// forwards it between its cores when the die holds it).
+  bool remote_home_via_home = false;
   Tick llc_tag_latency = 0;     ///< per-die LLC: tag look-up that decides hit or miss
   Tick llc_atomic_latency = 0;  ///< ALU time of one atomic executed in the LLC (atomics to a line serialize on it)
   Tick directory_latency = 0;    ///< home directory (snoop filter) lookup
