@@ -239,6 +239,26 @@ TEST_CASE("a derived row of two fitted rows is an identity, one with a predicted
   CHECK(by_id.at("test.mem.far-step")["kind"] == "predicted");
 }
 
+TEST_CASE("a measured row the fitted rows fix between them is an identity, not a prediction", "[validate]") {
+  // kp920.ipi.cpu0: nowrites, write-delta (= wmb - nowrites) and barrier-gain (= wmb - dsb-ishst) are fitted,
+  // so wmb and dsb-ishst follow from them; the no-writes barrier rows are the model's own.
+  TempDir dir;
+  const std::string out = dir.file("v.json");
+  auto r = run_cli("validate --only kp920.ipi --json " + quoted(out));
+  INFO(r.output);
+  std::map<std::string, std::string> kind;
+  const json doc = config::load_json_file(out);
+  for (const auto& row : doc["rows"])
+    kind[row["id"].get<std::string>()] = row["kind"].get<std::string>();
+  CHECK(kind.at("kp920.ipi.cpu0.wmb.nowrites") == "fitted");
+  CHECK(kind.at("kp920.ipi.cpu0.wmb") == "identity");
+  CHECK(kind.at("kp920.ipi.cpu0.dsb-ishst") == "identity");
+  CHECK(kind.at("kp920.ipi.nowrites.dsb-ishst") == "predicted");
+  CHECK(kind.at("kp920.ipi.nowrites.barrier-gain") == "predicted");
+  CHECK(kind.at("kp920.ipi.cpu48.wmb") == "predicted");
+  CHECK(kind.at("kp920.ipi.cpu48.barrier-gain") == "predicted");
+}
+
 TEST_CASE("validate with --only or --row selecting no row is bad input", "[validate]") {
   CHECK(run_cli("validate --only no.such.prefix").exit_code == 2);
   auto r = run_cli("validate --row kp920.c2c");

@@ -96,6 +96,7 @@ class Predictor {
       if (r.id == id) return &r;
     return nullptr;
   }
+  const std::vector<CalibrationRow>& rows() const { return rows_; }
 
  private:
   Prediction derive(const CalibrationRow& row) {

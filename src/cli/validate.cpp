@@ -93,13 +93,27 @@ struct Judging {
   std::optional<std::map<std::string, double>> expected;
 };
 
-Verdict judge(const CalibrationRow& row, const Prediction& p, const Judging& j) {
+/// Whether the fits alone fix row `id`'s value: a fitted row; a derived row whose parts are both fixed; or a part
+/// of a fitted derived row whose other part is fixed (wmb = nowrites + write-delta).
+bool fixed_by_fits(const std::string& id, const Prediction& p, const std::vector<CalibrationRow>& rows,
+                   std::set<std::string>& seen) {
+  if (!pins_of(id, p).empty()) return true;
+  if (!seen.insert(id).second) return false;
+  for (const CalibrationRow& r : rows) {
+    if (r.op == 0) continue;
+    if (r.id == id && fixed_by_fits(r.part_a, p, rows, seen) && fixed_by_fits(r.part_b, p, rows, seen)) return true;
+    if (pins_of(r.id, p).empty() || (r.part_a != id && r.part_b != id)) continue;
+    if (fixed_by_fits(r.part_a == id ? r.part_b : r.part_a, p, rows, seen)) return true;
+  }
+  return false;
+}
+
+Verdict judge(const CalibrationRow& row, const Prediction& p, const Judging& j, const std::vector<CalibrationRow>& rows) {
   Verdict v;
   v.pins = pins_of(row.id, p);
-  // A derived row with no pins of its own whose parts are both fitted is an identity: its value is
-  // the fitted rows' difference or ratio, not something the model predicted.
-  const bool identity = row.op != 0 && v.pins.empty() && !pins_of(row.part_a, p).empty() &&
-                        !pins_of(row.part_b, p).empty();
+  // An identity: the fitted rows' sum, difference or ratio, not something the model predicted.
+  std::set<std::string> seen;
+  const bool identity = v.pins.empty() && fixed_by_fits(row.id, p, rows, seen);
   v.kind = !v.pins.empty() ? "fitted" : identity ? "identity" : p.provenance.empty() ? "unknown" : "predicted";
   if (!p.error.empty()) {
     v.status = "ERROR";
@@ -314,7 +328,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (write) {
     for (const CalibrationRow* r : selected)
       if (const Prediction& p = predictor.predict(r->id); !p.error.empty()) {
-        std::cout << row_line(*r, judge(*r, p, j));
+        std::cout << row_line(*r, judge(*r, p, j, predictor.rows()));
         std::cout << fmt::format("validate: nothing written: {} has no prediction\n", r->id);
         return kCheckFailed;
       }
@@ -330,7 +344,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   json out = json::array();
   ValidationReport shown;
   for (const CalibrationRow* r : selected) {
-    const Verdict v = judge(*r, predictor.predict(r->id), j);
+    const Verdict v = judge(*r, predictor.predict(r->id), j, predictor.rows());
     ++count[v.status];
     out.push_back(row_json(*r, v));
     if (report) shown.rows.push_back({r, v, row_platform_file(r->id, predictor)});
