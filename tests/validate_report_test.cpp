@@ -104,6 +104,7 @@ TEST_CASE("report.md shows each row's numbers, status and pins by platform, with
                  {&rows[3], verdict_of("ok", 34.12, 30), platform},
                  {&rows[4], verdict_of("ok", 60.88, 46), platform},
                  {&rows[5], verdict_of("ERROR", NAN, 20, "the run has no metric 'one_way_ns'"), ""}};
+  report.rows[4].verdict.kind = "identity";
   for (const auto& r : rows) report.calibration_rows.push_back(r.id);
   report.calibration_file = "cal.json";
   report.summary = "validate: 3 ok, 1 known misses, 1 missed, 0 moved, 0 now fit, 1 errors";
@@ -126,7 +127,8 @@ TEST_CASE("report.md shows each row's numbers, status and pins by platform, with
                                  "  pins platform.fabric.hop = 5ns\n") &&
                      Catch::Contains("  pins platform.fabric.hop = 5ns\n       platform.links.0 = 2\n") &&
                      Catch::Contains("- #3 t.c2c.known: known miss\n  run: configs/scenarios/c2c-tiny.json; metric "
-                                     "one_way_ns\n  pins nothing: a prediction\n"));
+                                     "one_way_ns\n  pins nothing: a prediction\n") &&
+                     Catch::Contains("  pins nothing, but the fitted rows fix it between them: an identity\n"));
   CHECK_THAT(md, Catch::Contains("no row of cal.json pins (1):\n\n- platform.fabric.guess = 3 (range 1 .. 5)\n") &&
                      Catch::Contains("- platform.fabric.stale = 7ns names t.c2c.gone"));
 }

@@ -268,8 +268,9 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (vm.count("help")) {
     std::cout
         << "Runs every calibration row and prints predicted vs measured. A row is 'fitted' when a platform\n"
-           "parameter's source names it (the parameters it pins are listed), 'identity' when it is derived\n"
-           "from two fitted rows (their difference or ratio, so no test of the model), else 'predicted'\n"
+           "parameter's source names it (the parameters it pins are listed), 'identity' when the fitted rows\n"
+           "fix it between them (the difference of two, or a part of a fitted difference whose other part\n"
+           "is fitted: no test of the model), else 'predicted'\n"
            "('unknown': not run). Statuses:\n"
            "  ok          holds its tolerance (a \"bound\": \"at_least\" row: the prediction is at least measured)\n"
            "              and is within 1 % of its expected prediction\n"

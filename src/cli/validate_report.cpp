@@ -129,7 +129,9 @@ std::string row_details(int number, const ReportRow& r, const PlatformInfo* plat
   std::string out = wrapped(fmt::format("#{} {}: {}", number, row.id, r.verdict.status), "- ", "  ");
   out += wrapped(run_text(row), "  ", "    ");
   const auto pins = pins_in(platform, row.id);
-  if (pins.empty()) out += "  pins nothing: a prediction\n";
+  if (pins.empty())
+    out += r.verdict.kind == "identity" ? "  pins nothing, but the fitted rows fix it between them: an identity\n"
+                                        : "  pins nothing: a prediction\n";
   for (std::size_t i = 0; i < pins.size(); ++i) out += wrapped(pins[i], i == 0 ? "  pins " : "       ", "         ");
   if (!r.verdict.note.empty()) {
     const std::string label = r.verdict.status == "known miss" ? "why it misses: " : "";
@@ -217,7 +219,7 @@ std::string validation_report_markdown(const ValidationReport& report) {
                    "(tol \">=-T%\", \">=meas\" for T = 0) holds when error >= -T%. Status: ok, MISS, known miss "
                    "(data/known-misses.json says why), NOW FITS, MOVED (more than 1 % from its expected "
                    "prediction), ERROR (no prediction). A row is fitted when the parameters it pins are listed, "
-                   "else a prediction. report.html shows the parity plot and each row's error against its "
+                   "an identity when the fitted rows fix it between them, else a prediction. report.html shows the parity plot and each row's error against its "
                    "tolerance; docs/validation.md explains them.",
                    "", "");
   int number = 0;
@@ -260,6 +262,7 @@ json validation_report_json(const ValidationReport& report) {
                 {"measured", r.row->measured},
                 {"bound", r.row->at_least ? "at_least" : ""},
                 {"unit", r.row->unit},
+                {"kind", r.verdict.kind},
                 {"pins", pins_in(platform, r.row->id)},
                 {"note", r.verdict.note}};
       add_tolerance(j, *r.row);

@@ -19,7 +19,7 @@ namespace cohsim::cli {
 struct Verdict {
   std::string status;  ///< ok | known miss | MISS | NOW FITS | MOVED | ERROR
   double predicted = NAN, error_pct = NAN, expected = NAN, moved_pct = NAN;
-  std::string kind;               ///< fitted | predicted | unknown (no run to tell)
+  std::string kind;               ///< fitted | identity | predicted | unknown (no run to tell)
   std::vector<std::string> pins;  ///< the platform parameters fitted to this row; empty: the row is a prediction
   std::string note;               ///< why, for every status but ok
 };
