@@ -16,10 +16,20 @@ HpetParams::HpetParams(config::Reader r) {
   chipset_latency = r.time(
       "chipset_latency", Spec{.doc = "one way between the socket's gateway and the HPET block in the chipset (DMI, PCH)",
                               .max = 1e8});
-  service_time = r.time("service_time", Spec{.doc = "time the device takes per read, holding one service slot",
+  service_time = r.time("service_time", Spec{.doc = "access latency of a read in the HPET block: from its service start "
+                                                    "(the counter latched) to its value leaving the block",
                                              .min = 1, .max = 1e8});
+  // Files written before occupancy was separate keep their old meaning (the read held its slot for its access time).
+  occupancy = r.has("occupancy")
+                  ? r.time("occupancy", Spec{.doc = "time one read holds a port of the counter: the next read on that port "
+                                                    "starts no earlier",
+                                             .min = 1, .max = 1e8})
+                  : service_time;
+  serial = r.choice("read_overlap", Spec{.doc = "serial: one port, reads of the counter serialize at the occupancy; "
+                                                "pipelined: outstanding_reads ports",
+                                         .def = "pipelined", .choices = {"serial", "pipelined"}}) == "serial";
   outstanding_reads = static_cast<int>(r.integer(
-      "outstanding_reads", Spec{.doc = "reads the device serves at once (1: reads serialize)", .def = 1, .min = 1, .max = 64}));
+      "outstanding_reads", Spec{.doc = "ports when read_overlap is pipelined (reads served at once)", .def = 1, .min = 1, .max = 64}));
   timers = static_cast<int>(r.integer("timers", Spec{.doc = "comparators of the block (NUM_TIM_CAP + 1)", .min = 3, .max = 32}));
   vendor_id = static_cast<std::uint32_t>(
       r.integer("vendor_id", Spec{.doc = "VENDOR_ID field of the capabilities register", .min = 0, .max = 0xffff}));
@@ -32,7 +42,7 @@ Hpet::Hpet(const HpetParams& p, sim::Simulator& sim, fabric::Interconnect& icn, 
   if (p_.socket >= icn_.topology().sockets())
     throw std::invalid_argument(fmt::format("{}: socket {} does not exist", name_, p_.socket));
   endpoint_ = icn_.add_device(name_, p_.socket);
-  slot_free_.assign(static_cast<std::size_t>(std::max(1, p_.outstanding_reads)), 0);
+  slot_free_.assign(static_cast<std::size_t>(std::max(1, p_.ports())), 0);
   // GCAP_ID: REV_ID 1, NUM_TIM_CAP, COUNT_SIZE_CAP (64-bit), LEG_RT_CAP,
   // VENDOR_ID, COUNTER_CLK_PERIOD in femtoseconds.
   const auto period_fs = static_cast<std::uint64_t>(std::llround(1e15 / p_.counter_hz));
@@ -108,15 +118,17 @@ Task<std::uint64_t> Hpet::read(int requester, std::uint32_t offset, int size) {
   co_await sim_.delay(at_gateway + p_.chipset_latency - sim_.now());
   ++stats_.reads;
   stats_.max_queue = std::max(stats_.max_queue, ++at_device_);
-  // FIFO: the read takes the slot that frees first (reads arrive in time order).
+  // FIFO: the read takes the port that frees first (reads arrive in time order)
+  // and holds it for the occupancy; its value leaves after the access latency.
   auto slot = std::min_element(slot_free_.begin(), slot_free_.end());
   const Tick start = std::max(sim_.now(), *slot);
   stats_.queue_wait += start - sim_.now();
-  *slot = start + p_.service_time;
-  stats_.busy += p_.service_time;
+  *slot = start + p_.occupancy;
+  stats_.busy += p_.occupancy;
   const std::uint64_t value = register_value(offset, size, start);
-  co_await sim_.delay(start + p_.service_time - sim_.now());
-  --at_device_;
+  co_await sim_.delay(start + std::min(p_.occupancy, p_.service_time) - sim_.now());
+  --at_device_;  // the port is free (or the value left first)
+  if (p_.service_time > p_.occupancy) co_await sim_.delay(p_.service_time - p_.occupancy);
   // The completion crosses the chipset link, then the interconnect back.
   co_await sim_.delay(p_.chipset_latency);
   const Tick back = icn_.send(endpoint_, requester, sim_.now());

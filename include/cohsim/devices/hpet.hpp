@@ -1,12 +1,16 @@
 // The HPET (IA-PC High Precision Event Timer, Intel PCH) as an MMIO agent on
 // socket 0's I/O path: a free-running main counter at 14.31818 MHz, the
 // capabilities, configuration and main-counter registers, and a limited
-// number of reads in service at once (one: reads serialize). A read travels
-// from the CPU over the interconnect to socket 0's gateway, crosses the
-// chipset link (DMI) to the PCH, waits in a FIFO while every service slot
-// holds an earlier read, latches the counter when its own service starts,
-// and the value travels back. An uncached x86 load stalls the CPU for
-// the whole round trip. Register map: IA-PC HPET specification 1.0a, 2.3.
+// counter port that reads hold. Latency and occupancy are separate numbers:
+// a read travels from the CPU over the interconnect to socket 0's gateway,
+// crosses the chipset link (DMI) to the PCH, waits in a FIFO while the port
+// is held by earlier reads, latches the counter when its own service starts,
+// holds the port for `occupancy`, and its value leaves the block
+// `service_time` (the access latency) after the start and travels back. With
+// read_overlap = serial there is one port (reads of the counter serialize at
+// the occupancy); with pipelined, `outstanding_reads` reads hold a port at
+// once. An uncached x86 load stalls the CPU for the whole round trip.
+// Register map: IA-PC HPET specification 1.0a, 2.3.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +37,12 @@ struct HpetParams {
   int socket = 0;                  ///< socket whose chipset (PCH) holds the HPET
   double counter_hz = 14318180;    ///< main counter frequency
   Tick chipset_latency = 0;        ///< one way, socket gateway to the HPET block in the PCH (DMI)
-  Tick service_time = 0;           ///< the device's time per read, during which the read holds a service slot
-  int outstanding_reads = 1;       ///< reads the device serves at once (1: one at a time, reads serialize)
+  Tick service_time = 0;           ///< access latency: from a read's service start to its value leaving the block
+  Tick occupancy = 0;              ///< how long one read holds a port of the counter (the next read waits for it)
+  bool serial = false;             ///< read_overlap: serial (one port) or pipelined (outstanding_reads ports)
+  int outstanding_reads = 1;       ///< ports when pipelined (reads the device serves at once)
+  /// Ports reads queue for: 1 when serial.
+  int ports() const { return serial ? 1 : outstanding_reads; }
   int timers = 8;                  ///< comparators (NUM_TIM_CAP + 1)
   std::uint32_t vendor_id = 0x8086;
   /// Reads platform.hpet; throws ConfigError.
@@ -47,7 +55,7 @@ struct HpetStats {
   std::uint64_t reads = 0, writes = 0;
   std::uint64_t rejected_writes = 0;  ///< writes to read-only registers (or the running counter)
   std::uint64_t unknown_accesses = 0; ///< offsets outside the modelled register map
-  Tick busy = 0;                      ///< total service time
+  Tick busy = 0;                      ///< total port occupancy
   Tick queue_wait = 0;                ///< total time reads waited for an earlier read
   std::uint64_t max_queue = 0;        ///< most reads at the device at once (in service + waiting)
 };
@@ -65,7 +73,7 @@ class Hpet {
   std::uint64_t counter_at(Tick t) const;
   /// The simulated time at which the counter reads `value` (for tests and checks).
   Tick time_of_count(std::uint64_t value) const;
-  /// Service time still owed, after `now`, to the reads the device holds (summed over its slots).
+  /// Port occupancy still owed, after `now`, to the reads the device holds (summed over its ports).
   Tick service_owed(Tick now) const;
 
   /// An uncached load of `size` (4 or 8) bytes at `offset` issued by the CPU
@@ -89,7 +97,7 @@ class Hpet {
   std::uint64_t configuration_ = kHpetEnable;
   std::uint64_t counter_base_ = 0;  ///< counter value at counter_epoch_
   Tick counter_epoch_ = 0;          ///< when the counter was last (re)started or stopped
-  std::vector<Tick> slot_free_;     ///< when each service slot finishes the reads given to it
+  std::vector<Tick> slot_free_;     ///< when each port is free of the reads given to it
   std::uint64_t at_device_ = 0;     ///< reads waiting or in service
   HpetStats stats_;
 };
