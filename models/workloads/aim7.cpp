@@ -7,8 +7,13 @@
 //   - the local timer tick at HZ on every busy CPU (hrtimer_interrupt reads
 //     the clock at entry and before reprogramming; CPU 0 also runs
 //     update_wall_time); an idle CPU takes no tick;
-//   - the waits of the mix's blocking operations (pipes, UDP, disk): the CPU
-//     goes idle, with the clock read on nohz idle entry and exit;
+//   - the mix's blocking operations (pipes, UDP, disk): the task blocks and
+//     the CPU switches to another runnable task of its runqueue (the users
+//     are spread over the CPUs); only when none is runnable does it go idle,
+//     with the clock read on nohz idle entry and exit (the scheduler itself
+//     reads sched_clock, the TSC, whatever the clocksource);
+//   - forks (copy_process: start_time = ktime_get_ns(), real_start_time =
+//     ktime_get_boot_ns());
 //   - timers armed per job (alarm(): hrtimer_start of a relative timer);
 //   - system calls that take timestamps (none in the compute mix by the
 //     evidence) and vDSO clock_gettime calls, per job (docs/hpet.md).
@@ -41,13 +46,14 @@ using sim::Task;
 using sim::Tick;
 
 /// What a CPU does after a compute slice of a job.
-enum class JobEvent { syscall_clock_read, vdso_clock_read, timer_arm, blocking_wait };
+enum class JobEvent { syscall_clock_read, vdso_clock_read, timer_arm, blocking_wait, fork };
 
 struct Aim7Params {
   Clocksource clocksource = Clocksource::tsc;
   Tick compute_per_job = 0;
   int kernel_reads_per_job = 0, vdso_reads_per_job = 0, timers_per_job = 0, blocking_ops_per_job = 0;
-  Tick block_wait = 0;
+  int forks_per_job = 0, fork_clock_reads = 2, users = 1;
+  Tick block_wait = 0, context_switch = 0;
   int idle_entry_clock_reads = 0, idle_exit_clock_reads = 0;
   double hz = 1000;
   kernel::TickSkew tick_skew = kernel::TickSkew::random;
@@ -68,7 +74,7 @@ struct Outcome {
   double read_ns_mean = 0, read_ns_p99 = 0, vdso_ns_mean = 0, vdso_ns_p99 = 0;
   double hpet_reads_per_s = 0, hpet_busy_pct = 0, hpet_wait_ns_mean = 0, hpet_max_queue = 0;
   double ktime_per_cpu_s = 0, retries_per_ktime = 0, ticks_per_cpu_s = 0, wall_updates_per_s = 0;
-  double idle_periods_per_cpu_s = 0, idle_pct = 0;
+  double idle_periods_per_cpu_s = 0, idle_pct = 0, switches_per_cpu_s = 0;
   double spin_interrupts_per_s = 0;  ///< interrupts taken inside spins (seqcount, hpet_lock, vDSO loop)
   std::vector<double> jobs_per_cpu;
 };
@@ -90,6 +96,12 @@ class Aim7Run {
     progress_.assign(static_cast<std::size_t>(m.cpu_count()), 0);
     idle_periods_.assign(static_cast<std::size_t>(m.cpu_count()), 0);
     idle_time_.assign(static_cast<std::size_t>(m.cpu_count()), 0);
+    switches_.assign(static_cast<std::size_t>(m.cpu_count()), 0);
+    switch_counter_ = window_.track([this] {
+      std::uint64_t n = 0;
+      for (auto v : switches_) n += v;
+      return n;
+    });
     for (int cpu : p.cpus) {
       const auto i = static_cast<std::size_t>(cpu);
       ops_done_.push_back(window_.track([this, i] { return progress_[i]; }));
@@ -116,9 +128,13 @@ class Aim7Run {
     m_.sim().set_expected_end(to);  // for the progress line's time left
     tk_.set_window(window_);
     sim::RandomStream phase(m_.seed(), "aim7.job_phase");
-    for (int cpu : p_.cpus) {
+    const int ncpus = static_cast<int>(p_.cpus.size());
+    for (int k = 0; k < ncpus; ++k) {
+      const int cpu = p_.cpus[static_cast<std::size_t>(k)];
       const auto first_op = static_cast<int>(phase.below(static_cast<std::uint64_t>(ops_per_job_)));
-      m_.sim().spawn(fmt::format("cpu{} aim7 jobs", cpu), jobs(cpu, first_op, to));
+      // The users spread evenly over the CPUs' runqueues (the scheduler's load balance).
+      const int tasks = std::max(1, p_.users / ncpus + (k < p_.users % ncpus ? 1 : 0));
+      m_.sim().spawn(fmt::format("cpu{} aim7 jobs", cpu), jobs(cpu, first_op, tasks, to));
     }
     tick_.start(0);
     // The ticks never run out of events: a stuck CPU is caught by the progress watchdog.
@@ -134,7 +150,8 @@ class Aim7Run {
     const std::vector<std::pair<JobEvent, int>> kinds = {{JobEvent::blocking_wait, p.blocking_ops_per_job},
                                                          {JobEvent::syscall_clock_read, p.kernel_reads_per_job},
                                                          {JobEvent::vdso_clock_read, p.vdso_reads_per_job},
-                                                         {JobEvent::timer_arm, p.timers_per_job}};
+                                                         {JobEvent::timer_arm, p.timers_per_job},
+                                                         {JobEvent::fork, p.forks_per_job}};
     int total = 0;
     for (const auto& k : kinds) total += k.second;
     std::vector<JobEvent> order;
@@ -152,11 +169,16 @@ class Aim7Run {
     return order;
   }
 
-  // A user running jobs: compute slices, each followed by one of the job's events.
-  Task<void> jobs(int cpu, int op, Tick end) {
+  // One CPU's runqueue of `tasks` users running jobs: compute slices, each
+  // followed by one of the job's events. Every user runs the same job, so the
+  // CPU's progress is one stream of slices whichever task runs it; a task that
+  // blocks is runnable again block_wait later.
+  Task<void> jobs(int cpu, int op, int tasks, Tick end) {
     cpu::Cpu& c = m_.cpu(cpu);
     const Tick slice = p_.compute_per_job / static_cast<Tick>(ops_per_job_);
     auto& progress = progress_[static_cast<std::size_t>(cpu)];
+    std::vector<Tick> runnable_at(static_cast<std::size_t>(tasks), 0);
+    std::size_t current = 0;
     while (c.sim().now() < end) {
       co_await c.compute(slice);
       if (!events_.empty()) {
@@ -168,7 +190,10 @@ class Aim7Run {
             co_await tk_.ktime_get(c);
             co_await c.local_irq_enable();
             break;
-          case JobEvent::blocking_wait: co_await idle(c); break;
+          case JobEvent::fork:  // copy_process, process context, interrupts on
+            for (int r = 0; r < p_.fork_clock_reads; ++r) co_await tk_.ktime_get(c);
+            break;
+          case JobEvent::blocking_wait: current = co_await block(c, runnable_at, current); break;
         }
       }
       op = (op + 1) % ops_per_job_;
@@ -177,19 +202,42 @@ class Aim7Run {
     }
   }
 
-  // The task blocks and the CPU goes idle until the wait ends (Linux 4.6
+  // The current task blocks for block_wait: schedule() picks the next
+  // runnable task of the runqueue (round robin, as CFS does for equal
+  // tasks) and switches to it; with none runnable the CPU goes idle until the
+  // first one is runnable again, then switches to it. Returns the task now running.
+  Task<std::size_t> block(cpu::Cpu& c, std::vector<Tick>& runnable_at, std::size_t current) {
+    const Tick now = c.sim().now();
+    runnable_at[current] = now + p_.block_wait;
+    std::size_t next = current, first = current;
+    bool found = false;
+    for (std::size_t k = 1; k <= runnable_at.size() && !found; ++k) {
+      const std::size_t j = (current + k) % runnable_at.size();
+      if (runnable_at[j] <= now) next = j, found = true;
+      if (runnable_at[j] < runnable_at[first]) first = j;
+    }
+    if (!found) {
+      co_await idle(c, runnable_at[first] - now);
+      next = first;
+    }
+    ++switches_[static_cast<std::size_t>(c.id())];
+    co_await c.compute(p_.context_switch);
+    co_return next;
+  }
+
+  // The CPU goes idle until a task is runnable again, `wait` from now (Linux 4.6
   // do_idle with interrupts off): nohz idle entry reads the clock
   // (tick_nohz_idle_enter, the tick's hrtimer reprogrammed, cpuidle's
   // time_start), the tick stops, the CPU halts (its core left to an SMT
-  // sibling) for block_wait and wakes (wfi_wake), and idle exit reads it
+  // sibling) for the wait and wakes (wfi_wake), and idle exit reads it
   // again (cpuidle's time_end, tick_nohz_idle_exit, the tick restarted).
-  Task<void> idle(cpu::Cpu& c) {
+  Task<void> idle(cpu::Cpu& c, Tick wait) {
     const auto i = static_cast<std::size_t>(c.id());
     c.local_irq_disable();
     for (int r = 0; r < p_.idle_entry_clock_reads; ++r) co_await tk_.ktime_get(c);
     tick_.set_idle(c.id(), true);
     const Tick halted = c.sim().now();
-    co_await c.sim().delay(p_.block_wait + c.params().wfi_wake);
+    co_await c.sim().delay(wait + c.params().wfi_wake);
     tick_.set_idle(c.id(), false);
     ++idle_periods_[i];
     idle_time_[i] += c.sim().now() - halted;
@@ -205,7 +253,11 @@ class Aim7Run {
     if (p_.tick_clock_reads > 0) co_await tk_.ktime_get(c);
     if (c.id() == p_.cpus.front()) co_await tk_.update_wall_time(c);
     co_await c.compute(p_.tick_work);
-    for (int i = 1; i < p_.tick_clock_reads; ++i) co_await tk_.ktime_get(c);
+    std::int64_t now_ns = -1;
+    for (int i = 1; i < p_.tick_clock_reads; ++i) now_ns = co_await tk_.ktime_get(c);
+    // tick_program_event: the next expiry is programmed as a delta from the value just read.
+    if (now_ns >= 0)
+      tick_.set_programming_delay(c.id(), std::max<Tick>(0, c.sim().now() - static_cast<Tick>(now_ns) * sim::kNs));
   }
 
   Outcome outcome() const {
@@ -243,7 +295,7 @@ class Aim7Run {
     o.hpet_reads_per_s = hpet_reads / seconds;
     // Of the service capacity: every slot busy is 100 %.
     o.hpet_busy_pct = 100.0 * static_cast<double>(window_.delta(hpet_busy_)) /
-                      (static_cast<double>(window_.length()) * hpet_.params().outstanding_reads);
+                      (static_cast<double>(window_.length()) * hpet_.params().ports());
     o.hpet_wait_ns_mean = hpet_reads > 0 ? sim::to_ns(window_.delta(hpet_queue_wait_)) / hpet_reads : 0;
     o.hpet_max_queue = static_cast<double>(hpet_.stats().max_queue);
     o.ktime_per_cpu_s = static_cast<double>(ktime) / seconds / static_cast<double>(p_.cpus.size());
@@ -252,6 +304,7 @@ class Aim7Run {
     o.wall_updates_per_s = static_cast<double>(updates) / seconds;
     o.idle_periods_per_cpu_s = static_cast<double>(idles) / seconds / static_cast<double>(p_.cpus.size());
     o.idle_pct = 100.0 * static_cast<double>(idle_time) / cpu_time;
+    o.switches_per_cpu_s = static_cast<double>(window_.delta(switch_counter_)) / seconds / static_cast<double>(p_.cpus.size());
     o.spin_interrupts_per_s = static_cast<double>(window_.delta(spin_irqs_)) / seconds;
     return o;
   }
@@ -266,9 +319,10 @@ class Aim7Run {
   int ops_per_job_ = 1;
   std::vector<std::uint64_t> progress_;  ///< operations done, per CPU
   std::vector<std::uint64_t> idle_periods_, idle_time_;  ///< per CPU: idle periods ended, time halted in them
+  std::vector<std::uint64_t> switches_;  ///< per CPU: context switches after a blocking operation
   MeasurementWindow window_;
   std::vector<std::size_t> ops_done_, ticks_, idles_, idle_times_;  ///< window counters, per CPU of p_.cpus
-  std::size_t hpet_reads_ = 0, hpet_busy_ = 0, hpet_queue_wait_ = 0, spin_irqs_ = 0;
+  std::size_t hpet_reads_ = 0, hpet_busy_ = 0, hpet_queue_wait_ = 0, spin_irqs_ = 0, switch_counter_ = 0;
 };
 
 class Aim7Compute : public scenario::Workload {
@@ -290,8 +344,19 @@ class Aim7Compute : public scenario::Workload {
         "blocking_ops_per_job", Spec{.doc = "waits per job in the mix's pipe, UDP and disk operations, each an idle "
                                             "period of its CPU",
                                      .def = 0, .min = 0, .max = 1e6}));
-    p_.block_wait = p.time("block_wait", Spec{.doc = "time a CPU stays halted per blocking wait, before its wake-up",
+    p_.block_wait = p.time("block_wait", Spec{.doc = "time a task stays blocked per blocking operation (its CPU runs "
+                                                     "another runnable task meanwhile, or idles)",
                                               .def = "0", .max = 1e10});
+    p_.context_switch = p.time("context_switch", Spec{.doc = "schedule() from a blocking task to the next one "
+                                                             "(no clocksource read: the scheduler uses sched_clock)",
+                                                      .def = "0", .max = 1e9});
+    p_.users = static_cast<int>(p.integer("users", Spec{.doc = "AIM7 users (tasks), spread evenly over the CPUs' runqueues",
+                                                        .def = 1, .min = 1, .max = 1e7}));
+    p_.forks_per_job = static_cast<int>(p.integer(
+        "forks_per_job", Spec{.doc = "fork()s per job, each copy_process reading the clock fork_clock_reads times",
+                              .def = 0, .min = 0, .max = 1e6}));
+    p_.fork_clock_reads = static_cast<int>(p.integer(
+        "fork_clock_reads", Spec{.doc = "clock reads in copy_process (start_time, real_start_time)", .def = 2, .min = 0, .max = 10}));
     p_.idle_entry_clock_reads = static_cast<int>(p.integer(
         "idle_entry_clock_reads", Spec{.doc = "ktime_get calls on nohz idle entry (tick_nohz_idle_enter, the tick "
                                               "timer's reprogramming, cpuidle time_start)",
@@ -301,9 +366,15 @@ class Aim7Compute : public scenario::Workload {
                                              "tick_nohz_idle_exit, the tick's restart)",
                                       .def = 3, .min = 0, .max = 100}));
     p_.hz = static_cast<double>(p.integer("hz", Spec{.doc = "CONFIG_HZ: local timer ticks per second", .def = 1000, .min = 1, .max = 10000}));
-    p_.tick_skew = kernel::parse_tick_skew(p.choice(
-        "tick_skew", Spec{.doc = "per-CPU tick phase: random (source tick.skew), spread evenly, or none",
-                          .def = "random", .choices = {"random", "spread", "none"}}));
+    const bool skew_tick = p.integer("skew_tick", Spec{.doc = "the kernel's skew_tick boot parameter: 0 (default) "
+                                                              "aligns every CPU's tick, 1 offsets them over half a period",
+                                                       .def = 0, .min = 0, .max = 1}) != 0;
+    const std::string skew = p.choice(
+        "tick_skew", Spec{.doc = "per-CPU tick phase: as the kernel sets it from skew_tick, or a what-if (random, "
+                                 "source tick.skew; spread evenly; none)",
+                          .def = "kernel", .choices = {"kernel", "random", "spread", "none"}});
+    p_.tick_skew = skew == "kernel" ? (skew_tick ? kernel::TickSkew::kernel_skew : kernel::TickSkew::none)
+                                    : kernel::parse_tick_skew(skew);
     p_.tick_work = p.time("tick_work", Spec{.doc = "tick handler work besides its clock reads (scheduler_tick, "
                                                    "run_local_timers, accounting)",
                                             .def = "1us", .max = 1e9});
@@ -370,6 +441,7 @@ class Aim7Compute : public scenario::Workload {
     r.add("wall_time_updates_per_s", o.wall_updates_per_s);
     r.add("idle_periods_per_cpu_per_s", o.idle_periods_per_cpu_s);
     r.add("idle_cpu_pct", o.idle_pct);
+    r.add("context_switches_per_cpu_per_s", o.switches_per_cpu_s);
     r.add("interrupts_in_spins_per_s", o.spin_interrupts_per_s);
     r.add("jobs_per_cpu_min", o.jobs_per_cpu.empty() ? 0 : *std::min_element(o.jobs_per_cpu.begin(), o.jobs_per_cpu.end()));
     r.add("jobs_per_cpu_median", median(o.jobs_per_cpu));
