@@ -46,43 +46,65 @@ scenario::Results run_aim7(const std::string& file, const std::string& variant,
 
 }  // namespace
 
-TEST_CASE("with one service slot, two simultaneous HPET reads serialize: the second finishes one service time after "
-          "the first",
-          "[hpet]") {
+TEST_CASE("reads of the one counter serialize at the modelled occupancy, not at the read latency", "[hpet]") {
   Bench b("haswell-ex.json");
-  devices::HpetParams serial = b.hp;
-  serial.outstanding_reads = 1;
-  devices::Hpet one(serial, b.m.sim(), b.m.interconnect(), "hpet (one slot)");
+  REQUIRE(b.hp.serial);
+  REQUIRE(b.hp.occupancy != b.hp.service_time);  // the test tells the two numbers apart
+  const int n = 8;
+  const int requester = b.m.interconnect().cpu_endpoint(3);
   std::vector<Tick> done;
-  auto reader = [&](int cpu) -> Task<void> {
-    co_await devices::hpet_read_counter(b.m.cpu(cpu), one);
+  std::vector<std::uint64_t> values;
+  auto reader = [&]() -> Task<void> {
+    values.push_back(co_await b.hpet.read(requester, static_cast<std::uint32_t>(devices::HpetReg::counter), 8));
     done.push_back(b.m.sim().now());
   };
-  b.m.sim().spawn("reader 1", reader(1));
-  b.m.sim().spawn("reader 2", reader(2));
+  // One lone read first: the idle round trip.
+  b.m.sim().spawn("lone reader", reader());
   b.m.sim().run();
-  REQUIRE(done.size() == 2);
-  CHECK(done[1] - done[0] == serial.service_time);
-  CHECK(one.stats().max_queue == 2);
-  CHECK(one.stats().queue_wait > 0);
+  const Tick idle_latency = done.front();
+  CHECK(idle_latency >= 2 * b.hp.chipset_latency + b.hp.service_time);
+  done.clear();
+  values.clear();
+  const Tick wave = b.m.sim().now() + sim::kUs;
+  auto later = [&]() -> Task<void> {
+    co_await b.m.sim().delay(wave - b.m.sim().now());
+    co_await reader();
+  };
+  for (int i = 0; i < n; ++i) b.m.sim().spawn("reader", later());
+  b.m.sim().run();
+  REQUIRE(done.size() == static_cast<std::size_t>(n));
+  CHECK(done.front() - wave == idle_latency);
+  for (int i = 1; i < n; ++i) {
+    CHECK(done[i] - done[i - 1] == b.hp.occupancy);
+    // Each value is latched when its read starts: one occupancy of counter time later than the previous one.
+    CHECK(static_cast<double>(values[i] - values[i - 1]) == Approx(b.hp.occupancy * 1e-12 * b.hp.counter_hz).margin(1));
+  }
+  CHECK(b.hpet.stats().max_queue == static_cast<std::uint64_t>(n));
+  CHECK(b.hpet.stats().busy == static_cast<Tick>(n + 1) * b.hp.occupancy);
+  CHECK(static_cast<double>(b.hpet.stats().queue_wait) ==
+        Approx(static_cast<double>(b.hp.occupancy) * n * (n - 1) / 2).epsilon(0.01));
 }
 
-TEST_CASE("the HPET serves as many reads at once as it has service slots, one more waits for a slot", "[hpet]") {
+TEST_CASE("pipelined (the alternative), the HPET serves a read per port at once and one more waits an occupancy",
+          "[hpet]") {
   Bench b("haswell-ex.json");
-  const int slots = b.hp.outstanding_reads;
-  REQUIRE(slots > 1);
-  auto reader = [&](int cpu) -> Task<void> { co_await devices::hpet_read_counter(b.m.cpu(cpu), b.hpet); };
-  for (int cpu = 1; cpu <= slots; ++cpu) b.m.sim().spawn("reader", reader(cpu));
+  devices::HpetParams piped = b.hp;
+  piped.serial = false;
+  piped.outstanding_reads = 3;
+  devices::Hpet dev(piped, b.m.sim(), b.m.interconnect(), "hpet (pipelined)");
+  const int requester = b.m.interconnect().cpu_endpoint(3);
+  std::vector<Tick> done;
+  auto reader = [&]() -> Task<void> {
+    co_await dev.read(requester, static_cast<std::uint32_t>(devices::HpetReg::counter), 4);
+    done.push_back(b.m.sim().now());
+  };
+  for (int i = 0; i < piped.outstanding_reads + 1; ++i) b.m.sim().spawn("reader", reader());
   b.m.sim().run();
-  CHECK(b.hpet.stats().queue_wait == 0);
-  CHECK(b.hpet.stats().busy == slots * b.hp.service_time);
-  // A second wave of slots + 1 simultaneous reads: the last one waits (less than) one service time.
-  const Tick wave = b.m.sim().now();
-  for (int cpu = 1; cpu <= slots + 1; ++cpu) b.m.sim().spawn("reader", reader(cpu));
-  b.m.sim().run();
-  CHECK(b.hpet.stats().queue_wait > 0);
-  CHECK(b.hpet.stats().queue_wait <= b.hp.service_time);
-  CHECK(b.m.sim().now() - wave >= 2 * b.hp.service_time);
+  REQUIRE(done.size() == 4);
+  CHECK(done[2] - done[0] < sim::kNs * 10);  // three ports: together, up to the links' few ns
+  CHECK(done[3] - done[0] > piped.occupancy - 10 * sim::kNs);
+  CHECK(done[3] - done[0] < piped.occupancy + 10 * sim::kNs);
+  CHECK(dev.stats().queue_wait > 0);
 }
 
 TEST_CASE("HPET counter values are monotonic and match simulated time", "[hpet]") {
@@ -236,15 +258,18 @@ TEST_CASE("a CPU in nohz idle takes no tick, and its tick comes back on the same
   CHECK(starts[3] == 7 * tick.period() + b.m.cpu_params().irq_entry);
 }
 
-TEST_CASE("aim7: every blocking wait reads the clock on idle entry and exit, and busy CPUs tick at HZ", "[hpet]") {
+TEST_CASE("aim7: with one task per CPU every blocking wait idles, reading the clock on idle entry and exit, and busy "
+          "CPUs tick at HZ",
+          "[hpet]") {
   const int entry = 2, exit = 3;
   auto r = run_aim7("hpet-haswell-ex.json", "tsc",
-                    {{"vdso_reads_per_job", "0"}, {"timers_per_job", "0"}, {"blocking_ops_per_job", "40"},
+                    {{"users", "72"}, {"tick_skew", "random"}, {"vdso_reads_per_job", "0"}, {"timers_per_job", "0"}, {"blocking_ops_per_job", "40"},
                      {"block_wait", "20us"}, {"idle_entry_clock_reads", std::to_string(entry)},
                      {"idle_exit_clock_reads", std::to_string(exit)}, {"warmup", "2ms"}, {"duration", "20ms"}});
   const double idles = r.get("idle_periods_per_cpu_per_s"), ticks = r.get("ticks_per_cpu_per_s");
-  // 40 waits per 6.33 ms job, ~21 us idle each.
-  CHECK(idles == Approx(40 / 7.2e-3).epsilon(0.05));
+  // Random tick phases: with aligned ticks and every CPU's jobs in the same phase, whether a tick lands in idle
+  // would be the same on every CPU. 40 waits per job, ~21 us idle each (block_wait and the wake-up).
+  CHECK(idles == Approx(40 * r.get("jobs_per_min") / 60 / 72).epsilon(0.02));
   CHECK(r.get("idle_cpu_pct") == Approx(100 * idles * 21e-6).epsilon(0.05));
   // nohz: a CPU ticks at HZ while busy and not while idle (tick_clock_reads = 2 per tick).
   CHECK(ticks == Approx(1000 * (1 - r.get("idle_cpu_pct") / 100)).epsilon(0.02));
@@ -282,4 +307,90 @@ TEST_CASE("SMT siblings that both compute each get the platform's share of the c
     b.m.sim().run();
     CHECK(done[0] == sim::kUs);
   }
+}
+
+TEST_CASE("hpet-shared: readers arriving while one CPU reads the device share its read: one device read, every "
+          "reader gets its value",
+          "[hpet]") {
+  Bench b("ivybridge-ex.json", Clocksource::hpet_shared);
+  b.tk->record_shared_reads(true);
+  const int n = 24;  // waiters, on every socket of the machine
+  std::vector<std::uint64_t> values;
+  auto reader = [&](int cpu, Tick at) -> Task<void> {
+    co_await b.m.sim().delay(at);
+    values.push_back(co_await b.tk->read_clocksource(b.m.cpu(cpu)));
+  };
+  b.m.sim().spawn("holder", reader(0, 0));
+  // The holder's device read takes over a microsecond; the others arrive while it holds the lock.
+  for (int i = 1; i <= n; ++i) b.m.sim().spawn("waiter", reader((i * 37) % 480, 400 * sim::kNs + i * 10 * sim::kNs));
+  b.m.sim().run();
+  REQUIRE(values.size() == static_cast<std::size_t>(n + 1));
+  CHECK(b.hpet.stats().reads == 1);
+  REQUIRE(b.tk->shared_reads().size() == 1);
+  for (std::uint64_t v : values) CHECK(v == b.tk->shared_reads().front().value);
+}
+
+TEST_CASE("plain hpet: the same readers each read the device", "[hpet]") {
+  Bench b("ivybridge-ex.json", Clocksource::hpet);
+  const int n = 24;
+  auto reader = [&](int cpu, Tick at) -> Task<void> {
+    co_await b.m.sim().delay(at);
+    co_await b.tk->read_clocksource(b.m.cpu(cpu));
+  };
+  b.m.sim().spawn("first", reader(0, 0));
+  for (int i = 1; i <= n; ++i) b.m.sim().spawn("other", reader((i * 37) % 480, 400 * sim::kNs + i * 10 * sim::kNs));
+  b.m.sim().run();
+  CHECK(b.hpet.stats().reads == static_cast<std::uint64_t>(n + 1));
+}
+
+TEST_CASE("the tick follows skew_tick: aligned on every CPU with 0, the kernel's offsets with 1", "[hpet]") {
+  const Tick period = sim::kMs;
+  std::vector<int> cpus = {0, 1, 17, 40, 71};
+  for (const bool skew : {false, true}) {
+    Bench t("haswell-ex.json");
+    models::kernel::LocalTimerTick tick(t.m, 1000,
+                                        skew ? models::kernel::TickSkew::kernel_skew : models::kernel::TickSkew::none,
+                                        cpus, [](cpu::Cpu& c) -> Task<void> { co_await c.compute(sim::kUs); });
+    tick.record_handler_starts(true);
+    for (int cpu : cpus) t.m.sim().spawn("busy", t.m.cpu(cpu).compute(4950 * sim::kUs));
+    tick.start(0);
+    t.m.sim().run();
+    tick.stop();
+    for (int cpu : cpus) {
+      // tick_setup_sched_timer: offset = (period / 2) / num_possible_cpus * cpu with skew_tick=1, none with 0.
+      const Tick want = skew ? period / 2 / 72 * static_cast<Tick>(cpu) : 0;
+      CHECK(tick.offset(cpu) == want);
+      CHECK(models::kernel::LocalTimerTick::kernel_offset(period, 72, cpu, skew) == want);
+      REQUIRE(tick.handler_starts(cpu).size() == 5);
+      CHECK(tick.handler_starts(cpu)[2] == want + 2 * period + t.m.cpu_params().irq_entry);
+    }
+  }
+}
+
+TEST_CASE("aim7: with skew_tick=0 every CPU's tick reads the HPET at once, with skew_tick=1 the reads spread", "[hpet]") {
+  auto run = [](const char* skew) {
+    return run_aim7("hpet-haswell-ex.json", "hpet", {{"skew_tick", skew}, {"warmup", "1ms"}, {"duration", "5ms"}});
+  };
+  const auto aligned = run("0"), skewed = run("1");
+  CHECK(aligned.get("hpet_max_queue") >= 72);  // the whole machine at the device
+  CHECK(skewed.get("hpet_max_queue") < 10);
+  CHECK(aligned.get("clock_read_ns_mean") > 10 * skewed.get("clock_read_ns_mean"));
+}
+
+TEST_CASE("aim7: a blocking operation switches to another runnable task; a CPU idles only when none is runnable",
+          "[hpet]") {
+  const std::vector<scenario::Override> common = {{"blocking_ops_per_job", "40"}, {"block_wait", "20us"},
+                                                  {"warmup", "2ms"}, {"duration", "20ms"}};
+  auto with_users = [&](const char* users) {
+    auto o = common;
+    o.push_back({"users", users});
+    return run_aim7("hpet-haswell-ex.json", "tsc", o);
+  };
+  const auto loaded = with_users("1500"), alone = with_users("72");
+  // 20.8 tasks per CPU: every block finds another task runnable.
+  CHECK(loaded.get("idle_periods_per_cpu_per_s") == 0);
+  CHECK(loaded.get("context_switches_per_cpu_per_s") > 0);
+  // One task per CPU: every blocking operation leaves the CPU idle, then switches back.
+  CHECK(alone.get("idle_periods_per_cpu_per_s") == Approx(alone.get("context_switches_per_cpu_per_s")).epsilon(0.01));
+  CHECK(alone.get("idle_cpu_pct") > 5);
 }
