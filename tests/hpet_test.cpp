@@ -377,7 +377,7 @@ TEST_CASE("aim7: with skew_tick=0 every CPU's tick reads the HPET at once, with 
   CHECK(aligned.get("clock_read_ns_mean") > 10 * skewed.get("clock_read_ns_mean"));
 }
 
-TEST_CASE("aim7: a blocking operation switches to another runnable task; a CPU idles only when none is runnable",
+TEST_CASE("aim7: a blocking operation switches to another runnable task, and a CPU idles only when none is runnable",
           "[hpet]") {
   const std::vector<scenario::Override> common = {{"blocking_ops_per_job", "40"}, {"block_wait", "20us"},
                                                   {"warmup", "2ms"}, {"duration", "20ms"}};
