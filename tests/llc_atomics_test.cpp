@@ -128,3 +128,39 @@ TEST_CASE("a core's miss on a line its die's L3 holds is served in the die, with
   CHECK(r.fab->stats().llc_hits == 1);
   CHECK(r.fab->line_stats().at(x).memory_reads == 2);  // DRAM once at the home, the L3 once
 }
+
+TEST_CASE("a pipelined L3 atomic unit starts atomics on one line every atomic_occupancy, each done after its latency",
+          "[fabric][llc]") {
+  // The structural alternative to the serial unit (caches.llc.atomic_unit):
+  // occupancy and latency are different numbers.
+  const bool pipelined = GENERATE(false, true);
+  json doc = shipped_kunpeng();
+  doc["caches"]["llc"]["atomic_unit"] = pipelined ? "pipelined" : "serial";
+  doc["caches"]["llc"]["atomic_occupancy"] = {{"value", "4ns"}, {"source", "estimate: test"}, {"range", {"2ns", "8ns"}}};
+  Rig r(doc);
+  const fabric::Addr x = r.line(0, "x");
+  Tick issued = 0, done[2] = {0, 0};
+  run_program(r, [&]() -> Task<void> {
+    co_await r.cpu(0).rmw(x, 8, RmwOp::add, 1);  // the L3 of die 0 now holds the line
+    co_await r.sim.delay(sim::kUs);
+    issued = r.sim.now();
+    for (int i = 0; i < 2; ++i)
+      r.sim.spawn("adder", [](Rig& r, fabric::Addr x, int cpu, Tick& at) -> Task<void> {
+        co_await r.cpu(cpu).rmw(x, 8, RmwOp::add, 1);
+        at = r.sim.now();
+      }(r, x, i == 0 ? 4 : 8, done[i]));
+  });
+  CHECK(r.fab->peek(x, 8) == 3);
+  const auto& p = r.fab->params();
+  REQUIRE(p.llc_atomic_pipelined == pipelined);
+  const Tick latency = p.llc.latency + p.llc_atomic_latency;
+  const Tick gap = done[0] > done[1] ? done[0] - done[1] : done[1] - done[0];
+  INFO("done at " << done[0] << " and " << done[1] << " ps, issued at " << issued << "; latency " << latency);
+  for (Tick d : done) CHECK(d - issued >= latency);  // every result after the full latency
+  if (pipelined) {
+    CHECK(gap < latency);                     // the second started before the first was done
+    CHECK(gap <= 4 * sim::kNs + 2 * sim::kNs);  // about one occupancy apart (the two paths to the L3 differ a little)
+  } else {
+    CHECK(gap >= latency);
+  }
+}

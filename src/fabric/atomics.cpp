@@ -86,13 +86,17 @@ Task<std::uint64_t> Fabric::atomic_in_llc(int cpu, Addr a, int size, RmwOp op, s
   // requester's too); a line snooped away before the atomic ran is taken again.
   while (!holds_writable(agent, line)) co_await obtain(agent, l3, line, /*for_write=*/true);
   CacheLine& cl = held_entry(agent, line);  // (writable: the loop above)
-  // Atomics on one line run one at a time: data array read, then the ALU,
-  // the line held meanwhile. The value changes now, in this atomic's place in
-  // the line's order; a snoop waits until the write (owner_line_alu_busy), so
-  // nobody sees the line between the read and the write.
+  // The atomic unit: serial (one atomic on the line at a time: data array
+  // read, then the ALU) or pipelined (a new atomic every atomic_occupancy,
+  // each done after the data read + ALU latency). The value changes now, in
+  // this atomic's place in the line's order; a snoop waits until the last
+  // started atomic wrote (owner_line_alu_busy), so nobody sees the line
+  // between a read and its write.
   const Tick start = std::max(sim_.now(), cl.alu_busy);
-  cl.alu_busy = start + p_.llc.latency + p_.llc_atomic_latency;
-  const Tick done = cl.alu_busy;
+  const Tick latency = p_.llc.latency + p_.llc_atomic_latency;
+  cl.alu_busy = start + (p_.llc_atomic_pipelined ? p_.llc_atomic_occupancy : latency);
+  const Tick done = start + latency;
+  cl.alu_done = std::max(cl.alu_done, done);
   ++stats_.llc_atomics;
   LineStats& ls = stats_of(home_line(line), line);
   ++ls.llc_atomics;
@@ -118,7 +122,7 @@ Task<std::uint64_t> Fabric::atomic_in_llc(int cpu, Addr a, int size, RmwOp op, s
 
 Tick Fabric::owner_line_alu_busy(int agent, Addr line) const {
   const CacheLine* cl = cache(agent).find(line);
-  return cl == nullptr ? 0 : cl->alu_busy;
+  return cl == nullptr ? 0 : cl->alu_done;
 }
 
 void Fabric::forget_in_llcs(Addr line) {

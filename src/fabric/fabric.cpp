@@ -45,8 +45,20 @@ FabricParams::FabricParams(config::Reader caches, config::Reader coherence, conf
                                  "way to the home",
                           .def = "0", .max = 1e6});
   llc_atomic_latency = llc_section.time(
-      "atomic_latency", Spec{.doc = "ALU time of one atomic executed in the LLC; atomics to one line serialize on it",
+      "atomic_latency", Spec{.doc = "one atomic executed in the LLC: from its data-array read to its result (the ALU's "
+                                    "latency)",
                              .def = "0", .max = 1e6});
+  llc_atomic_pipelined =
+      llc_section.choice("atomic_unit",
+                         Spec{.doc = "serial: atomics to one line run one at a time, each occupying the unit for the "
+                                     "data read + atomic_latency; pipelined: a new atomic on the line may start every "
+                                     "atomic_occupancy, its result still after the full latency",
+                              .def = "serial", .choices = {"serial", "pipelined"}}) == "pipelined";
+  llc_atomic_occupancy = llc_section.time(
+      "atomic_occupancy", Spec{.doc = "pipelined atomic unit: issue interval of atomics to one line (read only with "
+                                      "atomic_unit pipelined)",
+                               .def = "0", .max = 1e6});
+  if (!llc_atomic_pipelined) llc_section.unused("atomic_occupancy", "read only with caches.llc.atomic_unit pipelined");
   directory_latency = coherence.time(
       "directory_latency", Spec{.doc = "home directory (snoop filter) look-up per request", .min = 0, .max = 1e6});
   shared_fill_interval = coherence.time(

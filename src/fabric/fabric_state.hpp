@@ -37,7 +37,8 @@ struct Fabric::CacheLine {
   std::size_t holder_index = 0;  ///< its place in home->holders
   sim::Signal mshr;  ///< waiters for the request in flight
   sim::Signal lost;  ///< CPUs spinning on this line
-  Tick alu_busy = 0; ///< an L3 agent: when its atomics on this line are done
+  Tick alu_busy = 0; ///< an L3 agent: when its atomic unit can start the next atomic on this line
+  Tick alu_done = 0; ///< an L3 agent: when the atomics started on this line have written it
   // Made at a miss and dropped at an eviction or invalidation: from the frame pool.
   static void* operator new(std::size_t n) { return sim::detail::FramePool::allocate(n); }
   static void operator delete(void* p, std::size_t n) noexcept { sim::detail::FramePool::release(p, n); }

@@ -210,7 +210,7 @@ void Fabric::llc_filled(int agent, Addr line, bool exclusive) {
     const CacheLine* cl = cache(l3).find(v);
     if (cl == nullptr) return v != line;
     // Not the L3's copy of a line in flight or with atomics still on its ALU.
-    return v != line && !is_transient(cl->state) && cl->alu_busy <= sim_.now();
+    return v != line && !is_transient(cl->state) && cl->alu_done <= sim_.now();
   });
   // The L3's own copy of a victim goes back to its home; the cores' copies stay.
   if (victim && cache(l3).find(*victim) != nullptr) evict(l3, *victim);

@@ -81,7 +81,12 @@ struct FabricParams {
   /// forwards it between its cores when the die holds it).
   bool remote_home_via_home = false;
   Tick llc_tag_latency = 0;     ///< per-die LLC: tag look-up that decides hit or miss
-  Tick llc_atomic_latency = 0;  ///< ALU time of one atomic executed in the LLC (atomics to a line serialize on it)
+  Tick llc_atomic_latency = 0;  ///< one atomic in the LLC: from its data read to its result (the ALU's latency)
+  /// The LLC's atomic unit: serial (one atomic per line at a time, each
+  /// occupying it for its data read + ALU latency) or pipelined (a new atomic
+  /// on the line every llc_atomic_occupancy, several in flight).
+  bool llc_atomic_pipelined = false;
+  Tick llc_atomic_occupancy = 0;  ///< pipelined: issue interval of atomics to one line
   Tick directory_latency = 0;    ///< home directory (snoop filter) lookup
   Tick shared_fill_interval = 0; ///< time between two GetS of a shared line entering the home
   Tick snoop_response = 0;       ///< owner cache: look-up and data read-out for a forward
