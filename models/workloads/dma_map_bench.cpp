@@ -60,6 +60,14 @@ class DmaMapBench : public scenario::Workload {
     start_jitter_ = p.time("start_jitter", Spec{.doc = "each thread starts at a uniform random offset below this "
                                                        "(random source dma-map-bench.start)",
                                                 .def = "2us", .min = 0, .max = 1e9});
+    cpu_work_spread_ = p.number(
+        "cpu_work_spread",
+        Spec{.doc = "each op's map and unmap CPU work is drawn uniformly from work x [1 - s, 1 + s] (random source "
+                    "dma-map-bench.cpu-work; per CPU, independent of the fabric's). Basis: the io-pgtable walk and "
+                    "PTE store, the IOVA rcache and the page's struct touched by dma_map/unmap hit L1/L2 or miss "
+                    "to the L3 or DRAM (30-120 ns each, a few per op) and a timer tick lands in about 1 op in 500; "
+                    "0 = perfectly periodic work",
+             .def = 0.0, .min = 0, .max = 0.9});
     if ((queue_entries_ & (queue_entries_ - 1)) != 0) p.fail("queue_entries", "must be a power of two");
     if (p.schema_mode()) return;
     if (m.smmu_params() == nullptr) p.fail("variant", fmt::format("platform {} has no \"smmu\" section", m.name()));
@@ -89,7 +97,10 @@ class DmaMapBench : public scenario::Workload {
   Results run() override {
     auto& sim = m_.sim();
     sim::RandomStream start_rng(m_.seed(), "dma-map-bench.start");
-    window_end_ = warmup_ + start_jitter_ + duration_;
+    work_rng_.clear();
+    for (int c : cpus_) work_rng_.emplace_back(m_.seed(), fmt::format("dma-map-bench.cpu-work.cpu{}", c));
+    window_start_ = warmup_ + start_jitter_;
+    window_end_ = window_start_ + duration_;
     const auto& smmu = smmu_->stats();
     const std::size_t commands = window_.track([&smmu] { return smmu.commands; });
     const std::size_t errors = window_.track([&smmu] { return smmu.command_errors; });
@@ -98,6 +109,7 @@ class DmaMapBench : public scenario::Workload {
     ops_.assign(cpus_.size(), 0);
     cpu_work_.assign(cpus_.size(), {0, 0});
     op_time_.assign(cpus_.size(), 0);
+    op_max_.assign(cpus_.size(), 0);
     driver_.assign(cpus_.size(), CmdqCpuStats{});
     for (std::size_t i = 0; i < cpus_.size(); ++i)
       sim.spawn(fmt::format("cpu{} dma-map-bench", cpus_[i]), thread(i, start_rng.below(start_jitter_ + 1)));
@@ -129,16 +141,17 @@ class DmaMapBench : public scenario::Workload {
     std::uint64_t iova = 0x1000000ull + 0x1000ull * static_cast<std::uint64_t>(i);
     while (sim.now() < window_end_) {
       Tick t = sim.now();
+
       // dma_map_single: alloc_iova_fast from the per-CPU rcache, then the
       // io-pgtable walk and PTE store (coherent walk: no command, no sync).
       const std::uint64_t cached = co_await c.load(rcache, 8);
       co_await c.store(rcache, 8, cached + 1);
-      co_await c.compute(smmu_params_.map_cpu_work);
+      co_await c.compute(work(i, smmu_params_.map_cpu_work));
       co_await c.store(pte, 8, iova | 0x3);
       const Tick mapped = sim.now();
       // dma_unmap_single: clear the PTE, iotlb sync (TLBI + CMD_SYNC), free the IOVA.
       co_await c.store(pte, 8, 0);
-      co_await c.compute(smmu_params_.unmap_cpu_work);
+      co_await c.compute(work(i, smmu_params_.unmap_cpu_work));
       const Tick before_queue = sim.now();
       auto [d0, d1] = devices::cmd_tlbi_nh_va(1, iova);
       const CmdqCommand tlbi{d0, d1};
@@ -155,8 +168,17 @@ class DmaMapBench : public scenario::Workload {
         op_time_[i] += done - t;
         add_call(driver_[i], cmdq_->stats(c.id()), driver_before);
       }
+      // The longest op overlapping the window, cut at the window's end.
+      if (done > window_start_) op_max_[i] = std::max(op_max_[i], std::min(done, window_end_) - t);
       sim.note_progress();
     }
+  }
+
+  // One op's CPU work: the platform's mean, spread by cpu_work_spread.
+  Tick work(std::size_t i, Tick mean_work) {
+    if (cpu_work_spread_ <= 0) return mean_work;
+    const double f = 1.0 + cpu_work_spread_ * (2.0 * work_rng_[i].unit() - 1.0);
+    return static_cast<Tick>(static_cast<double>(mean_work) * f);
   }
 
   Results report() {
@@ -186,6 +208,11 @@ class DmaMapBench : public scenario::Workload {
     Tick op_time = 0;
     for (Tick t : op_time_) op_time += t;
     r.add("op_ns_mean", total_ops ? sim::to_ns(op_time) / static_cast<double>(total_ops) : 0.0);
+    // The longest op (map + unmap) of any CPU: the longest completed in the
+    // window, or one started before the window's end and still running (for
+    // the time from its start to the window's end): how long a CPU starves.
+    const Tick longest = *std::max_element(op_max_.begin(), op_max_.end());
+    r.add("op_ns_max", sim::to_ns(longest));
     // Driver counters of the calls in the ops counted.
     CmdqCpuStats d;
     for (const CmdqCpuStats& s : driver_) add_call(d, s, CmdqCpuStats{});
@@ -234,6 +261,8 @@ class DmaMapBench : public scenario::Workload {
   Tick sync_timeout_ = kCmdSyncTimeoutDefault;
   Tick duration_ = 0, warmup_ = 0, start_jitter_ = 0;
   int queue_entries_ = 0;
+  double cpu_work_spread_ = 0;
+  std::vector<sim::RandomStream> work_rng_;    ///< per thread: its CPU work's spread
   devices::SmmuParams smmu_params_;
   std::unique_ptr<devices::Smmu> smmu_;
   std::unique_ptr<SmmuCmdq> cmdq_;
@@ -243,6 +272,8 @@ class DmaMapBench : public scenario::Workload {
   std::vector<std::uint64_t> ops_;             ///< ops completed in the window, per thread
   std::vector<std::array<Tick, 2>> cpu_work_;  ///< map and unmap CPU work of those ops
   std::vector<Tick> op_time_;                  ///< their durations, map to unmap's end
+  std::vector<Tick> op_max_;                   ///< the longest of them, per thread
+  Tick window_start_ = 0;
   std::vector<CmdqCpuStats> driver_;           ///< their driver counters
 };
 
