@@ -91,7 +91,7 @@ TEST_CASE("a --set override reaches nested workload parameters and platform numb
   const auto& socket = s.platform.doc["interconnect"]["socket"]["latency"];
   CHECK(socket["value"] == "100ns");
   CHECK(socket["source"].get<std::string>().rfind("calibration", 0) == 0);
-  CHECK(s.platform.doc["coherence"]["arbitration"] == "nearest");
+  CHECK(s.platform.doc["coherence"]["arbitration"]["value"] == "nearest");
   scenario::Run run(s, 1);
   CHECK(run.machine().interconnect().cost(HopClass::socket).latency == 100 * sim::kNs);
   CHECK(run.machine().fabric().params().arbitration == "nearest");
