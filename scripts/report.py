@@ -303,6 +303,62 @@ def _same_file(a, b):
     return (cr.REPO_ROOT / str(a)).resolve() == (cr.REPO_ROOT / str(b)).resolve()
 
 
+ROW_ID = re.compile(r"[a-z0-9]+(?:\.[a-z0-9][a-z0-9-]*){2,}")
+
+
+def _fitted_ids(doc):
+    """The row ids that "calibration: ..." sources anywhere in a platform or scenario
+    document name (the rows its numbers were fitted to), as `cohsim validate` reads them."""
+    found = set()
+    if isinstance(doc, dict):
+        src = doc.get("source")
+        if isinstance(src, str) and src.startswith("calibration:"):
+            found |= set(ROW_ID.findall(src[len("calibration:"):]))
+        for v in doc.values():
+            found |= _fitted_ids(v)
+    elif isinstance(doc, list):
+        for v in doc:
+            found |= _fitted_ids(v)
+    return found
+
+
+def row_kinds(scenario, rows):
+    """Each row id -> fitted (a number of the scenario or its platform names it),
+    identity (the fitted rows fix it between them: a difference of two, or a part of a
+    fitted difference whose other part is fixed) or predicted: `cohsim validate`'s labels."""
+    fitted = set()
+    try:
+        scen_path = cr.REPO_ROOT / str(scenario)
+        scen = json.loads(scen_path.read_text(encoding="utf-8"))
+        fitted |= _fitted_ids(scen)
+        plat = scen.get("platform") if isinstance(scen, dict) else None
+        if isinstance(plat, str):
+            fitted |= _fitted_ids(json.loads((scen_path.parent / plat).read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        pass  # no scenario to read: every row is a prediction
+    derived = []
+    for r in rows:
+        parts = re.fullmatch(r"\s*(\S+)\s*[-+/*]\s*(\S+)\s*", str(r.get("derived", "")))
+        if parts:
+            derived.append((r.get("id"), parts.group(1), parts.group(2)))
+
+    def fixed(i, seen):
+        if i in fitted:
+            return True
+        if i in seen:
+            return False
+        seen.add(i)
+        for rid, a, b in derived:
+            if rid == i and fixed(a, seen) and fixed(b, seen):
+                return True
+            if rid in fitted and i in (a, b) and fixed(b if i == a else a, seen):
+                return True
+        return False
+
+    return {r.get("id"): "fitted" if r.get("id") in fitted else
+            "identity" if fixed(r.get("id"), set()) else "predicted" for r in rows}
+
+
 def measured_rows(data, files):
     """The measured rows (data/calibration.json and FILES, {"rows": [...]}) that a sweep's
     plots can show: same scenario, the first swept parameter set, every other swept one
@@ -318,6 +374,7 @@ def measured_rows(data, files):
         rows = doc.get("rows") if isinstance(doc, dict) else None
         if not isinstance(rows, list):
             raise InputError("--measured %s: expected {\"rows\": [...]} as in data/calibration.json" % f)
+        kinds = row_kinds(data["scenario"], [r for r in rows if isinstance(r, dict)])
         for r in rows:
             sets = r.get("set") if isinstance(r, dict) else None
             if (not isinstance(sets, dict) or xname not in sets or "derived" in r or "bound" in r
@@ -330,7 +387,8 @@ def measured_rows(data, files):
                 continue
             found.append({"id": r.get("id", "?"), "variant": r.get("variant"), "metric": r.get("metric"),
                           "x": sets[xname], "combo": {n: sets[n] for n in others},
-                          "value": float(r["measured"]), "tolerance_pct": float(r.get("tolerance_pct") or 0)})
+                          "value": float(r["measured"]), "tolerance_pct": float(r.get("tolerance_pct") or 0),
+                          "fit": kinds.get(r.get("id"), "predicted")})
     return found
 
 
@@ -358,8 +416,9 @@ def every_point_tables(data, metrics, variants, baseline, units, measured):
                                                cr.fmt_pct(cr.pct_diff(s["median"], base["median"]))))
             if here:
                 fit = [r for r in here if r["x"] == p[0] and r["combo"] == dict(zip(swept[1:], p[1:]))]
-                cells.append(", ".join("%s%s ±%s%%" % (r["variant"] + " " if r["variant"] and len(variants) > 1 else "",
-                                                        cr.fmt_num(r["value"]), cr.fmt_num(r["tolerance_pct"]))
+                cells.append(", ".join("%s%s ±%s%%%s" % (r["variant"] + " " if r["variant"] and len(variants) > 1 else "",
+                                                          cr.fmt_num(r["value"]), cr.fmt_num(r["tolerance_pct"]),
+                                                          "" if r["fit"] == "predicted" else " (%s)" % r["fit"])
                                        for r in fit) or "-")
             rows.append(list(p) + cells)
         heads = list(swept) + [v + (" (base)" if v == baseline and len(variants) > 1 else "")
@@ -367,7 +426,8 @@ def every_point_tables(data, metrics, variants, baseline, units, measured):
         blocks += [("h2", "%s%s at every point" % (m, " (%s)" % units[m] if units.get(m) else "")),
                    ("p", "Median%s; in brackets the difference to %s%s." % (
                        " over %d seeds" % nseeds if nseeds > 1 else "", baseline,
-                       "; measured: data/calibration.json or --measured, with its tolerance"
+                       "; measured: data/calibration.json or --measured, with its tolerance, and "
+                       "(fitted) or (identity) where the model was fitted to it, so it is no test"
                        if here else "") if len(variants) > 1 or here else "Median%s." % (
                        " over %d seeds" % nseeds if nseeds > 1 else "")),
                    ("table", heads, rows, ["r"] * len(heads))]

@@ -178,7 +178,8 @@ def plot_sweeps(plt, data, metrics, headline, measured, log_y, out_dir, plots):
                                    "low": [a - e for a, e in zip(y, err)],
                                    "high": [a + e for a, e in zip(y, err)],
                                    "tolerance_pct": [r["tolerance_pct"] for r in rows],
-                                   "rows": [r["id"] for r in rows]})
+                                   "rows": [r["id"] for r in rows],
+                                   "fit": [r.get("fit", "predicted") for r in rows]})
                     ys += y
         if log2:
             ax.set_xscale("log", base=2)

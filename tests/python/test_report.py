@@ -30,6 +30,19 @@ NEED_MPL = unittest.skipUnless(HAVE_MPL, "matplotlib missing: run with /usr/bin/
                                          "(apt-get install python3-matplotlib)")
 
 
+class RowKindTest(unittest.TestCase):
+    def test_rows_are_labelled_as_validate_labels_them(self):
+        rows = json.loads((REPO / "data" / "calibration.json").read_text())["rows"]
+        kinds = report.row_kinds("configs/scenarios/ipi-kunpeng920.json", rows)
+        self.assertEqual(kinds["kp920.ipi.cpu0.wmb.nowrites"], "fitted")
+        # wmb = nowrites + write-delta and dsb-ishst = wmb - barrier-gain, all three fitted
+        self.assertEqual(kinds["kp920.ipi.cpu0.wmb"], "identity")
+        self.assertEqual(kinds["kp920.ipi.cpu0.dsb-ishst"], "identity")
+        self.assertEqual(kinds["kp920.ipi.cpu48.wmb"], "predicted")
+        self.assertEqual(kinds["kp920.ipi.nowrites.barrier-gain"], "predicted")
+        self.assertEqual(set(report.row_kinds("no/such.json", rows).values()), {"predicted"})
+
+
 class FormatTest(unittest.TestCase):
     def test_fmt_num(self):
         cases = [(0, "0"), (1234567, "1.235e6"), (0.5, "0.5"), (666.3, "666.3"),
@@ -163,6 +176,9 @@ class CsvReportTest(ReportCase):
         self.assertEqual(measured["high"][0], 453000 * 1.25)
         md = (out / "report.md").read_text()
         self.assertRegex(md, r"\| +32 \| +26988 \| +33600 ±25%, 30000 ±10% \|")
+        # a row the platform's numbers were fitted to says so: it is no test of the model
+        self.assertRegex(md, r"\| +2 \| +4.004e5 \| +4.530e5 ±25% \(fitted\) \|")
+        self.assertEqual(measured["fit"][:3], ["fitted", "predicted", "predicted"])
         bad = self.tmp / "bad.json"
         bad.write_text("[1]")
         r = subprocess.run([sys.executable, str(SCRIPTS / "report.py"), str(csv), "--out",
