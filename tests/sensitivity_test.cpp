@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <cmath>
 #include <set>
 
@@ -340,4 +342,61 @@ TEST_CASE("a structural choice with alternatives is run once with each, and an a
       CHECK(e["value_low"].get<double>() == direct);
       CHECK(e["value_high"].get<double>() == direct);
     }
+}
+
+TEST_CASE("a sensitivity study emitted as a job list and collected from its points gives the study run here",
+          "[sensitivity][cli][joblist]") {
+  TempDir dir;
+  dir.write("p.json", platform_json("kunpeng920").dump());  // a copy: no calibrated-range search
+  json scen = config::load_json_file(source_path("configs/scenarios/ipi-kunpeng920.json"));
+  scen["platform"] = "p.json";
+  scen["params"]["rounds"] = 1;
+  scen["params"]["warmup_rounds"] = 0;
+  scen["params"]["targets"] = "1,24";
+  const std::string s = dir.write("s.json", scen.dump());
+  const std::string points = dir.file("points"), jobs = dir.file("jobs.txt");
+  const std::string study = "sensitivity " + quoted(s) + " --variants wmb,dsb-ishst -q";
+
+  auto emitted = run_cli(study + " --points " + quoted(points) + " --emit-joblist " + quoted(jobs));
+  REQUIRE(emitted.exit_code == 0);
+  CHECK_THAT(emitted.output, Catch::Contains("job(s) to") && Catch::Contains("0 run(s) already in"));
+  std::ifstream job_file(jobs);
+  const std::string list((std::istreambuf_iterator<char>(job_file)), std::istreambuf_iterator<char>());
+  const auto lines = static_cast<std::size_t>(std::count(list.begin(), list.end(), '\n'));
+  CHECK(lines > 20);  // every input's ends (or alternatives) x 2 variants, each run once
+  CHECK_THAT(list, Catch::Contains(" run ") && Catch::Contains("--variant dsb-ishst") && Catch::Contains("--json"));
+  REQUIRE(std::system(("bash " + quoted(jobs) + " > /dev/null 2>&1").c_str()) == 0);
+
+  const std::string collected = dir.file("collected.json"), here = dir.file("here.json");
+  auto c = run_cli("sensitivity " + quoted(s) + " --variants wmb,dsb-ishst --points " + quoted(points) + " --json " +
+                   quoted(collected));
+  REQUIRE(c.exit_code == 0);
+  CHECK_THAT(c.output, Catch::Contains(fmt::format("sensitivity: {} run(s) read from", lines)) &&
+                           Catch::Contains(", 0 run here"));
+  REQUIRE(run_cli(study + " --json " + quoted(here)).exit_code == 0);
+  CHECK(config::load_json_file(collected)["sensitivity"] == config::load_json_file(here)["sensitivity"]);
+  CHECK(config::load_json_file(collected)["difference_range"] == config::load_json_file(here)["difference_range"]);
+  // emitting again: nothing left to run
+  auto again = run_cli(study + " --points " + quoted(points) + " --emit-joblist " + quoted(jobs));
+  CHECK_THAT(again.output, Catch::Contains("wrote 0 job(s)"));
+}
+
+TEST_CASE("a job list needs its points folder and no screening, and writes no results", "[sensitivity][cli][joblist]") {
+  const std::string s = quoted(kC2c);
+  TempDir dir;
+  auto no_dir = run_cli("sensitivity " + s + " --emit-joblist " + quoted(dir.file("j.txt")));
+  CHECK(no_dir.exit_code == 2);
+  CHECK_THAT(no_dir.output, Catch::Contains("needs --points DIR"));
+  auto screened = run_cli("sensitivity " + s + " --points " + quoted(dir.file("p")) + " --screen-set rounds=1 "
+                          "--emit-joblist " + quoted(dir.file("j.txt")));
+  CHECK(screened.exit_code == 2);
+  CHECK_THAT(screened.output, Catch::Contains("not combined with --screen-set"));
+  auto with_json = run_cli("sensitivity " + s + " --points " + quoted(dir.file("p")) + " --json " +
+                           quoted(dir.file("o.json")) + " --emit-joblist " + quoted(dir.file("j.txt")));
+  CHECK(with_json.exit_code == 2);
+  CHECK_THAT(with_json.output, Catch::Contains("writes no results"));
+  auto compare = run_cli("compare " + s + " --points " + quoted(dir.file("p")));
+  CHECK(compare.exit_code == 2);
+  CHECK_THAT(compare.output, Catch::Contains("belong to --sensitivity"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("j.txt")));
 }

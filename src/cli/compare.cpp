@@ -11,6 +11,7 @@
 #include "cli.hpp"
 #include "provenance.hpp"
 #include "report_output.hpp"
+#include "point_store.hpp"
 #include "sensitivity.hpp"
 
 namespace cohsim::cli {
@@ -22,7 +23,7 @@ namespace {
 
 struct CompareOptions {
   std::string scenario, json_out, report_dir, variants_csv, metric, calibration, ranges_from, platform_file,
-      platforms_csv;
+      platforms_csv, points_dir, joblist;
   std::vector<std::string> sets, screen_sets;
   std::optional<std::uint64_t> seed;
   int full_runs = 5;
@@ -54,7 +55,14 @@ bool parse_compare_like(const std::vector<std::string>& args, CompareOptions& o,
       "full-runs", whole(&o.full_runs), "sensitivity with --screen-set: inputs re-run at full length (default 5)")(
       "calibration", po::value(&o.calibration), "sensitivity: calibration rows (default: data/calibration.json)")(
       "ranges", po::value(&o.ranges_from),
-      "sensitivity: reuse the calibrated ranges of an earlier --json output (same platform, value and overrides)");
+      "sensitivity: reuse the calibrated ranges of an earlier --json output (same platform, value and overrides)")(
+      "points", po::value(&o.points_dir),
+      "sensitivity: read each input's runs from DIR when they are there (made by this build), and keep the runs "
+      "made here in it")(
+      "emit-joblist", po::value(&o.joblist),
+      "sensitivity with --points DIR: write the runs not in DIR as job lines to FILE (one `cohsim run` each, for "
+      "GNU parallel or a cluster) instead of running them; the nominal runs and the calibrated-range search run "
+      "here. Then the same command with --points DIR collects");
   if (with_sensitivity_flag)
     d.add_options()("sensitivity", po::bool_switch(sensitivity),
                     "also re-run each uncertain input at its range ends and state the range of each difference");
@@ -191,6 +199,19 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
     throw config::ConfigError("--platform", o.platform_file,
                               "not combined with sensitivity: name the platform in a copy of the scenario");
   if (o.seeds < 1) throw config::ConfigError("--seeds", std::to_string(o.seeds), "must be at least 1");
+  if (!with_sensitivity && (!o.points_dir.empty() || !o.joblist.empty()))
+    throw config::ConfigError("compare", "--points/--emit-joblist", "these belong to --sensitivity");
+  if (!o.joblist.empty()) {
+    if (o.points_dir.empty())
+      throw config::ConfigError("--emit-joblist", o.joblist, "needs --points DIR: the folder the jobs write their runs to");
+    if (!o.screen_sets.empty())
+      throw config::ConfigError("--emit-joblist", o.joblist,
+                                "not combined with --screen-set (which inputs run at full length depends on the "
+                                "screen's results): emit the study without screening");
+    if (!o.json_out.empty() || !o.report_dir.empty())
+      throw config::ConfigError("--emit-joblist", o.joblist,
+                                "writes no results: give --json/--report to the collecting command (--points alone)");
+  }
   if (with_sensitivity && o.seeds > 1)
     throw config::ConfigError("--seeds", std::to_string(o.seeds), "not combined with sensitivity (one seed)");
   const std::vector<std::string> platforms =
@@ -253,7 +274,11 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
                           .metric = o.metric, .screen_sets = overrides_of(o.screen_sets), .full_runs = o.full_runs,
                           .calibration_file = o.calibration.empty() ? source_dir() + "/data/calibration.json" : o.calibration,
                           .ranges_from = o.ranges_from, .quiet = o.quiet};
-    if (const int failed = run_sensitivity(so, runs, doc); failed > 0) {
+    std::optional<PointStore> points;
+    if (!o.points_dir.empty()) so.points = &points.emplace(o.points_dir, o.joblist);
+    const int failed = run_sensitivity(so, runs, doc);
+    if (points && points->emitting()) return kOk;
+    if (failed > 0) {
       const int rc = write_outputs(o, doc);
       std::cerr << fmt::format("cohsim: the runs of {} input(s) failed (FAILED in the table)\n", failed);
       return rc == kOk ? kCheckFailed : rc;

@@ -1,5 +1,6 @@
 // Sensitivity over every uncertain input of a scenario (see sensitivity.hpp).
 #include "sensitivity.hpp"
+#include "point_store.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -153,9 +154,12 @@ std::vector<Input> uncertain_inputs(const SensitivityOptions& o, scenario::Run& 
 }
 
 /// One run per variant with `ov`.
-std::vector<RunOutput> run_variants(const SensitivityOptions& o, const std::vector<scenario::Override>& ov) {
+std::vector<RunOutput> run_variants(const SensitivityOptions& o, const std::vector<scenario::Override>& ov,
+                                    const std::vector<RunOutput>& nominal) {
   std::vector<RunOutput> out;
-  for (const auto& v : o.variants) out.push_back(run_scenario(o.scenario, v, ov, o.seed, false));
+  for (std::size_t i = 0; i < o.variants.size(); ++i)
+    out.push_back(o.points != nullptr ? o.points->run(o.scenario, o.variants[i], ov, o.seed, nominal[i])
+                                      : run_scenario(o.scenario, o.variants[i], ov, o.seed, false));
   return out;
 }
 
@@ -288,7 +292,7 @@ int run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& n
   const bool screening = !o.screen_sets.empty();
   auto short_ov = o.overrides;
   short_ov.insert(short_ov.end(), o.screen_sets.begin(), o.screen_sets.end());
-  const std::vector<RunOutput> screen_nominal = screening ? run_variants(o, short_ov) : std::vector<RunOutput>{};
+  const std::vector<RunOutput> screen_nominal = screening ? run_variants(o, short_ov, nominal) : std::vector<RunOutput>{};
   std::vector<Outcome> outcomes(inputs.size());
   auto run_input = [&](std::size_t i, bool full) {
     outcomes[i].full = full;
@@ -299,7 +303,7 @@ int run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& n
       const json& value = inputs[i].values[b];
       ov.push_back({inputs[i].path.rfind("params.", 0) == 0 ? inputs[i].path.substr(7) : inputs[i].path, text_of(value)});
       try {
-        outcomes[i].at[b] = run_variants(o, ov);
+        outcomes[i].at[b] = run_variants(o, ov, nominal);
       } catch (const std::exception& e) {  // one input's failure (e.g. the watchdog) does not end the study
         const std::string what = e.what();
         outcomes[i].error = fmt::format("at {} ({}): {}", text_of(value),
@@ -334,6 +338,19 @@ int run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& n
     });
   }
   if (!o.quiet && !inputs.empty()) std::cerr << "\n";
+  if (o.points != nullptr && o.points->emitting()) {
+    o.points->write_joblist();
+    std::cout << fmt::format(
+        "sensitivity: wrote {} job(s) to {} ({} run(s) already in {}); run them (GNU parallel: parallel < {}),\n"
+        "then give the same command with --points {} and without --emit-joblist to collect\n",
+        o.points->jobs(), o.points->joblist(), o.points->reused(), o.points->dir(), o.points->joblist(),
+        o.points->dir());
+    return 0;
+  }
+  if (o.points != nullptr && !o.quiet)
+    std::cerr << fmt::format("sensitivity: {} run(s) read from {}, {} run here{}\n", o.points->reused(),
+                             o.points->dir(), o.points->ran(),
+                             o.points->stale() > 0 ? fmt::format(" ({} made by another build)", o.points->stale()) : "");
 
   json table = json::array(), listed = json::array(), full_names = json::array(), screened_names = json::array();
   for (std::size_t i : order) {

@@ -14,6 +14,8 @@
 
 namespace cohsim::cli {
 
+class PointStore;
+
 /// Percent change of `value` from `base`; nullopt (not defined) when `base` is 0.
 std::optional<double> pct(double value, double base);
 /// A percent change as JSON: the number, or null when it is not defined.
@@ -67,6 +69,9 @@ struct SensitivityOptions {
   std::string calibration_file;
   std::string ranges_from;                     ///< an earlier --json output whose calibrated ranges are reused
   bool quiet = false;
+  /// --points DIR: each run is read from the folder when it is there (and written to it when run here);
+  /// with --emit-joblist the missing ones become job lines instead.
+  PointStore* points = nullptr;
 };
 
 /// Runs the study around `nominal` (one full run per variant) and adds "sensitivity", "varied_inputs",

@@ -1,0 +1,87 @@
+#include "point_store.hpp"
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+
+#include "cohsim/config/sha256.hpp"
+#include "provenance.hpp"
+
+namespace cohsim::cli {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A run's file name: the hash of what decides its result (scenario, variant, overrides, seed).
+std::string point_id(const std::string& scenario, const std::string& variant,
+                     const std::vector<scenario::Override>& overrides, std::optional<std::uint64_t> seed) {
+  json key = {{"scenario", scenario}, {"variant", variant}, {"overrides", json::array()},
+              {"seed", seed ? json(*seed) : json()}};
+  for (const auto& o : overrides) key["overrides"].push_back({o.key, o.value});
+  return config::sha256_hex(key.dump()).substr(0, 16);
+}
+
+/// The run in `file` when it is complete and this build made it.
+std::optional<RunOutput> load_point(const std::string& file, bool& stale) {
+  std::ifstream in(file);
+  if (!in) return std::nullopt;
+  json doc = json::parse(in, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("metrics") || !doc["metrics"].is_object()) return std::nullopt;
+  if (doc.value("build_id", std::string()) != build_info()["build_id"].get<std::string>()) {
+    stale = true;
+    return std::nullopt;
+  }
+  RunOutput out;
+  for (const auto& [name, value] : doc["metrics"].items())
+    if (value.is_number()) out.results.add(name, value.get<double>());
+  for (const auto& f : doc.value("failures", json::array()))
+    if (f.is_string()) out.results.failures.push_back(f.get<std::string>());
+  out.doc = std::move(doc);
+  return out;
+}
+
+}  // namespace
+
+PointStore::PointStore(std::string dir, std::string joblist) : dir_(std::move(dir)), joblist_(std::move(joblist)) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec || !fs::is_directory(dir_)) throw config::ConfigError("--points", dir_, "cannot make or use the folder: " + ec.message());
+}
+
+RunOutput PointStore::run(const std::string& scenario, const std::string& variant,
+                          const std::vector<scenario::Override>& overrides, std::optional<std::uint64_t> seed,
+                          const RunOutput& placeholder) {
+  const std::string file = (fs::path(dir_) / (point_id(scenario, variant, overrides, seed) + ".json")).string();
+  bool stale = false;
+  if (auto found = load_point(file, stale)) {
+    ++reused_;
+    return *found;
+  }
+  stale_ += stale ? 1 : 0;
+  if (emitting()) {
+    if (!job_files_.insert(file).second) return placeholder;
+    std::string cmd = shell_quoted((fs::canonical("/proc/self/exe")).string()) + " run " + shell_quoted(scenario);
+    if (!variant.empty()) cmd += " --variant " + shell_quoted(variant);
+    cmd += " --override-variant";
+    for (const auto& o : overrides) cmd += " --set " + shell_quoted(o.key + "=" + o.value);
+    if (seed) cmd += fmt::format(" --seed {}", *seed);
+    cmd += " --json " + shell_quoted(file) + " -q";
+    jobs_.push_back("cd " + shell_quoted(fs::current_path().string()) + " && " + cmd);
+    return placeholder;
+  }
+  RunOutput out = run_scenario(scenario, variant, overrides, seed, false);
+  add_provenance(out.doc);
+  write_file_atomically(file, out.doc.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
+  ++ran_;
+  return out;
+}
+
+void PointStore::write_joblist() const {
+  std::string text;
+  for (const auto& line : jobs_) text += line + "\n";
+  write_file_atomically(joblist_, text);
+}
+
+}  // namespace cohsim::cli
