@@ -20,6 +20,26 @@ void run_program(Rig& r, std::function<Task<void>()> body) {
   r.run();
 }
 
+/// Two adds to one line the L3 of die 0 holds, from CPUs 4 and 8 at once: when each finished, and when they issued.
+struct TwoAdds {
+  Tick issued = 0, done[2] = {0, 0};
+  Tick gap() const { return done[0] > done[1] ? done[0] - done[1] : done[1] - done[0]; }
+};
+TwoAdds two_adds_in_the_l3(Rig& r, fabric::Addr x) {
+  TwoAdds t;
+  run_program(r, [&]() -> Task<void> {
+    co_await r.cpu(0).rmw(x, 8, RmwOp::add, 1);  // the L3 of die 0 now holds the line
+    co_await r.sim.delay(sim::kUs);
+    t.issued = r.sim.now();
+    for (int i = 0; i < 2; ++i)
+      r.sim.spawn("adder", [](Rig& r, fabric::Addr x, int cpu, Tick& at) -> Task<void> {
+        co_await r.cpu(cpu).rmw(x, 8, RmwOp::add, 1);
+        at = r.sim.now();
+      }(r, x, i == 0 ? 4 : 8, t.done[i]));
+  });
+  return t;
+}
+
 }  // namespace
 
 TEST_CASE("an atomic executed in the L3 takes the line from every core and leaves the requester no copy",
@@ -45,21 +65,12 @@ TEST_CASE("an atomic executed in the L3 takes the line from every core and leave
 TEST_CASE("atomics of two CPUs on one line run one after the other on the L3's ALU", "[fabric][llc]") {
   Rig r(shipped_kunpeng());
   const fabric::Addr x = r.line(0, "x");
-  Tick done[2] = {0, 0};
-  run_program(r, [&]() -> Task<void> {
-    co_await r.cpu(0).rmw(x, 8, RmwOp::add, 1);  // the L3 of die 0 now holds the line
-    co_await r.sim.delay(sim::kUs);
-    for (int i = 0; i < 2; ++i)
-      r.sim.spawn("adder", [](Rig& r, fabric::Addr x, int cpu, Tick& at) -> Task<void> {
-        co_await r.cpu(cpu).rmw(x, 8, RmwOp::add, 1);
-        at = r.sim.now();
-      }(r, x, i == 0 ? 4 : 8, done[i]));
-  });
+  const TwoAdds t = two_adds_in_the_l3(r, x);
   CHECK(r.fab->peek(x, 8) == 3);
   const auto& p = r.fab->params();
   const Tick occupancy = p.llc.latency + p.llc_atomic_latency;  // data read, then the ALU, the line held
-  INFO("done at " << done[0] << " and " << done[1] << " ps; occupancy " << occupancy << " ps");
-  CHECK((done[0] > done[1] ? done[0] - done[1] : done[1] - done[0]) >= occupancy);
+  INFO("done at " << t.done[0] << " and " << t.done[1] << " ps; occupancy " << occupancy << " ps");
+  CHECK(t.gap() >= occupancy);
 }
 
 TEST_CASE("a CAS ping-pong across two dies moves the line between the dies' L3s, never into a core",
@@ -139,24 +150,14 @@ TEST_CASE("a pipelined L3 atomic unit starts atomics on one line every atomic_oc
   doc["caches"]["llc"]["atomic_occupancy"] = {{"value", "4ns"}, {"source", "estimate: test"}, {"range", {"2ns", "8ns"}}};
   Rig r(doc);
   const fabric::Addr x = r.line(0, "x");
-  Tick issued = 0, done[2] = {0, 0};
-  run_program(r, [&]() -> Task<void> {
-    co_await r.cpu(0).rmw(x, 8, RmwOp::add, 1);  // the L3 of die 0 now holds the line
-    co_await r.sim.delay(sim::kUs);
-    issued = r.sim.now();
-    for (int i = 0; i < 2; ++i)
-      r.sim.spawn("adder", [](Rig& r, fabric::Addr x, int cpu, Tick& at) -> Task<void> {
-        co_await r.cpu(cpu).rmw(x, 8, RmwOp::add, 1);
-        at = r.sim.now();
-      }(r, x, i == 0 ? 4 : 8, done[i]));
-  });
+  const TwoAdds t = two_adds_in_the_l3(r, x);
   CHECK(r.fab->peek(x, 8) == 3);
   const auto& p = r.fab->params();
   REQUIRE(p.llc_atomic_pipelined == pipelined);
   const Tick latency = p.llc.latency + p.llc_atomic_latency;
-  const Tick gap = done[0] > done[1] ? done[0] - done[1] : done[1] - done[0];
-  INFO("done at " << done[0] << " and " << done[1] << " ps, issued at " << issued << "; latency " << latency);
-  for (Tick d : done) CHECK(d - issued >= latency);  // every result after the full latency
+  const Tick gap = t.gap();
+  INFO("done at " << t.done[0] << " and " << t.done[1] << " ps, issued at " << t.issued << "; latency " << latency);
+  for (Tick d : t.done) CHECK(d - t.issued >= latency);  // every result after the full latency
   if (pipelined) {
     CHECK(gap < latency);                     // the second started before the first was done
     CHECK(gap <= 4 * sim::kNs + 2 * sim::kNs);  // about one occupancy apart (the two paths to the L3 differ a little)

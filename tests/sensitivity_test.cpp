@@ -43,6 +43,18 @@ bool same_cluster_holds(const std::string& param, const json& value) {
 double ns_of(const json& v) { return static_cast<double>(*sim::parse_time(v.get<std::string>())) / 1000.0; }
 
 /// A calibration file holding only kp920.c2c.same-cluster, changed by `edit`.
+/// The IPI scenario, `rounds` rounds to targets 1 and 24, on a copy of the Kunpeng 920 platform in `dir` (a copy: its
+/// calibrated numbers' rows run on the shipped file, so no calibrated-range search runs).
+std::string short_ipi_on_a_platform_copy(const TempDir& dir, int rounds) {
+  dir.write("p.json", platform_json("kunpeng920").dump());
+  json scen = config::load_json_file(source_path("configs/scenarios/ipi-kunpeng920.json"));
+  scen["platform"] = "p.json";
+  scen["params"]["rounds"] = rounds;
+  scen["params"]["warmup_rounds"] = 0;
+  scen["params"]["targets"] = "1,24";
+  return dir.write("s.json", scen.dump());
+}
+
 std::string same_cluster_file(const TempDir& dir, const std::function<void(json&)>& edit) {
   json cal = config::load_json_file(source_path("data/calibration.json"));
   json row;
@@ -152,13 +164,7 @@ TEST_CASE("a percent change from a zero baseline is not defined and never 0 %", 
 TEST_CASE("sensitivity varies workload estimates and when screening runs the five inputs that move the result most "
           "at full length", "[sensitivity][cli]") {
   TempDir dir;
-  dir.write("p.json", platform_json("kunpeng920").dump());  // a copy: the calibration rows run on the shipped file
-  json scen = config::load_json_file(source_path("configs/scenarios/ipi-kunpeng920.json"));
-  scen["platform"] = "p.json";
-  scen["params"]["rounds"] = 2;
-  scen["params"]["warmup_rounds"] = 0;
-  scen["params"]["targets"] = "1,24";
-  const std::string s = dir.write("s.json", scen.dump());
+  const std::string s = short_ipi_on_a_platform_copy(dir, 2);
   const std::string out = dir.file("out.json");
   auto r = run_cli("sensitivity " + quoted(s) + " --screen-set rounds=1 --json " + quoted(out) + " -q");
   REQUIRE(r.exit_code == 0);
@@ -347,13 +353,7 @@ TEST_CASE("a structural choice with alternatives is run once with each, and an a
 TEST_CASE("a sensitivity study emitted as a job list and collected from its points gives the study run here",
           "[sensitivity][cli][joblist]") {
   TempDir dir;
-  dir.write("p.json", platform_json("kunpeng920").dump());  // a copy: no calibrated-range search
-  json scen = config::load_json_file(source_path("configs/scenarios/ipi-kunpeng920.json"));
-  scen["platform"] = "p.json";
-  scen["params"]["rounds"] = 1;
-  scen["params"]["warmup_rounds"] = 0;
-  scen["params"]["targets"] = "1,24";
-  const std::string s = dir.write("s.json", scen.dump());
+  const std::string s = short_ipi_on_a_platform_copy(dir, 1);
   const std::string points = dir.file("points"), jobs = dir.file("jobs.txt");
   const std::string study = "sensitivity " + quoted(s) + " --variants wmb,dsb-ishst -q";
 
