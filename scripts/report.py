@@ -392,6 +392,71 @@ def measured_rows(data, files):
     return found
 
 
+def compare_measured(data, runs, variants):
+    """The rows of data/calibration.json a compare ran: same scenario, a variant it ran (or
+    none named), every "set" key equal to what that variant ran with; a derived row when
+    both its parts are there. Each: id, measured, model, tolerance, error and its label."""
+    try:
+        rows = json.loads(CALIBRATION.read_text(encoding="utf-8")).get("rows") or []
+    except (OSError, ValueError):
+        return []
+    rows = [r for r in rows if isinstance(r, dict) and isinstance(r.get("measured"), (int, float))]
+    kinds = row_kinds(data["scenario"], rows)
+    fixed = {k: cr.value_str(v) for k, v in (data.get("fixed") or {}).items()}
+    settings = data.get("variant_settings") or {}
+    model = {}
+    for r in rows:
+        if "derived" in r or not _same_file(r.get("scenario", ""), data["scenario"]):
+            continue
+        for v in variants:
+            ran = dict(fixed, **{k: cr.value_str(x) for k, x in (settings.get(v) or {}).items()})
+            sets = r.get("set") if isinstance(r.get("set"), dict) else {}
+            if r.get("variant") not in (None, v) or any(ran.get(k) != cr.value_str(x) for k, x in sets.items()):
+                continue
+            st = group_stats(runs, v, r.get("metric"))
+            if st:
+                model[r["id"]] = st["median"]
+                break
+    for r in rows:
+        parts = re.fullmatch(r"\s*(\S+)\s*([-/])\s*(\S+)\s*", str(r.get("derived", "")))
+        if parts and parts.group(1) in model and parts.group(3) in model:
+            a, b = model[parts.group(1)], model[parts.group(3)]
+            if parts.group(2) == "-" or b:
+                model[r["id"]] = a - b if parts.group(2) == "-" else a / b
+    found = []
+    for r in rows:
+        if r["id"] not in model:
+            continue
+        m, v = model[r["id"]], float(r["measured"])
+        absolute = r.get("tolerance_abs") is not None
+        tol = float(r.get("tolerance_abs") if absolute else r.get("tolerance_pct") or 0)
+        error = m - v if absolute else cr.pct_diff(m, v)
+        found.append({"id": r["id"], "unit": r.get("unit") or "", "measured": v, "model": m, "tolerance": tol,
+                      "absolute": absolute, "error": error, "fit": kinds.get(r["id"], "predicted")})
+    return found
+
+
+def measured_block(found):
+    """The compare report's table of measured rows beside the model, and its first-lines summary."""
+    def with_unit(x, unit):
+        return cr.fmt_num(x) + (" " + unit if unit and unit != "ratio" else "")
+    table = [[f["id"], with_unit(f["measured"], f["unit"]), with_unit(f["model"], f["unit"]),
+              ("%+.1f %s" % (f["error"], f["unit"]) if f["absolute"] else cr.fmt_pct(f["error"])),
+              ("%s %s" % (cr.fmt_num(f["tolerance"]), f["unit"]) if f["absolute"] else "%s%%" % cr.fmt_num(f["tolerance"])),
+              f["fit"]] for f in found]
+    counts = {k: sum(f["fit"] == k for f in found) for k in ("fitted", "identity", "predicted")}
+    summary = "Measured rows: " + ", ".join("%d %s" % (n, k) for k, n in counts.items() if n)
+    if not counts["predicted"]:
+        summary += ": no test of the model"
+    return summary, [("h2", "Measured beside the model"),
+                     ("p", "The rows of data/calibration.json this compare ran. fitted: a number of the "
+                           "scenario or its platform was fitted to the row; identity: the fitted rows fix it "
+                           "between them; predicted: the model was not told it (`cohsim validate` labels "
+                           "them the same way)."),
+                     ("table", ["row", "measured", "model", "error", "tol", "label"], table,
+                      ["l", "r", "r", "r", "r", "l"])]
+
+
 def every_point_tables(data, metrics, variants, baseline, units, measured):
     """One table per metric: a row per swept point, a column per variant (the others with
     their difference to the baseline) and the measured value where a row gives one."""
@@ -491,6 +556,12 @@ def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measure
                 else "Seeds: %d (%s)" % (len(seeds), ", ".join(seeds)))
     if data["failed"]:
         info.append("Failed or missing runs: %d (not included)" % data["failed"])
+    measured_tables = []
+    if not data["swept"]:
+        found = compare_measured(data, runs, variants)
+        if found:
+            summary, measured_tables = measured_block(found)
+            info.insert(0, summary)
     blocks = [("h1", title), ("ul", info)]
 
     multi = any((group_stats(here, v, m) or {}).get("n", 0) > 1 for v in variants for m in metrics)
@@ -532,6 +603,7 @@ def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measure
             blocks += [("h2", "Other metrics" + where), ("table", heads, rows[False], aligns)]
     else:
         blocks += [("h2", "Results" + where), ("table", heads, rows.get(False, []), aligns)]
+    blocks += measured_tables
 
     plots = []
     sens = [s for s in (data.get("sensitivity") or []) if isinstance(s, dict)]

@@ -313,6 +313,22 @@ class TwoVariantCompareReportTest(ReportCase):
         # barrier differs only with the variant: never a fixed parameter
         self.assertNotIn("`barrier=", md.split("## Parameters")[1])
 
+    def test_calibration_rows_the_compare_ran_stand_beside_the_model_with_their_label(self):
+        doc = self.compare_doc()
+        for run in doc["runs"]:
+            run["params"]["data_writes"] = 7
+        doc["params"] = doc["runs"][0]["params"]
+        md = (self.report(doc) / "report.md").read_text()
+        # wmb and dsb-ishst follow from fitted rows, barrier-gain (their difference) is fitted:
+        # the report says in its first lines that nothing in it tests the model
+        self.assertIn("- Measured rows: 1 fitted, 2 identity: no test of the model\n", md.split("## ")[0])
+        table = md.split("## Measured beside the model")[1]
+        self.assertRegex(table, r"\| kp920\.ipi\.cpu0\.wmb +\| +1319 ns \| +2156 ns \| +\+63\.4% \| +3% \| identity +\|")
+        self.assertRegex(table, r"\| kp920\.ipi\.cpu0\.barrier-gain +\| +32\.6 ns \| +12 ns \| .* \| fitted +\|")
+        self.assertNotIn("cpu48", table)  # another source CPU: not what this compare ran
+        # without the calibration rows' settings, no row is shown
+        self.assertNotIn("Measured beside", (self.report(self.compare_doc()) / "report.md").read_text())
+
     def test_paragraphs_are_wrapped_for_email(self):
         doc = self.compare_doc()
         for run in doc["runs"]:
