@@ -127,6 +127,8 @@ def load_compare(data):
             "failed": len(runs_in) - len(docs),
             "sensitivity": data.get("sensitivity") or None,
             "difference_range": data.get("difference_range") or None,
+            "provenance": {k: data.get(k) for k in ("command", "git_commit", "git_dirty", "build_id", "version",
+                                                    "inputs")},
             "source": "compare.json"}
 
 
@@ -200,6 +202,8 @@ def to_markdown(blocks, plots):
             out.append(textwrap.fill(b[1], MD_WIDTH, break_long_words=False, break_on_hyphens=False))
         elif b[0] == "ul":
             out.append("\n".join("- " + i for i in b[1]))
+        elif b[0] == "pre":
+            out.append("```text\n%s\n```" % b[1])
         elif b[0] == "table":
             out.append(md_table_of(b))
     if plots:
@@ -227,6 +231,8 @@ def to_text(blocks, plots):
         elif b[0] == "ul":
             out.append("\n".join(textwrap.fill(_plain(i), MD_WIDTH, initial_indent="- ",
                                                 subsequent_indent="  ") for i in b[1]))
+        elif b[0] == "pre":
+            out.append("\n".join("    " + line for line in b[1].splitlines()))
         elif b[0] == "table":
             n = b[4] if len(b) > 4 else len(b[1])
             cells = [[_plain(c) for c in r[:n]] for r in [b[1]] + b[2]]
@@ -390,6 +396,40 @@ def measured_rows(data, files):
                           "value": float(r["measured"]), "tolerance_pct": float(r.get("tolerance_pct") or 0),
                           "fit": kinds.get(r.get("id"), "predicted")})
     return found
+
+
+def _shell_lines(command, width=MD_WIDTH - 4):
+    """A shell command folded before its options into lines of WIDTH, continued with a backslash."""
+    groups = []  # an option with its value stays on one line
+    for word in command.split(" "):
+        if groups and not word.startswith("-") and groups[-1].startswith("-") and " " not in groups[-1]:
+            groups[-1] += " " + word
+        else:
+            groups.append(word)
+    lines, line = [], ""
+    for word in groups:
+        if line and len(line) + 1 + len(word) > width - 2:
+            lines.append(line + " \\")
+            line = "    " + word
+        else:
+            line = word if not line else line + " " + word
+    return "\n".join(lines + [line])
+
+
+def reproduce_blocks(prov):
+    """What made the results (compare.json's command, git_commit, git_dirty, build_id,
+    version, inputs), so that a reader can rerun them."""
+    if not prov.get("command"):
+        return []
+    items = ["Commit: %s%s" % (prov.get("git_commit") or "unknown",
+                                " (dirty tree)" if prov.get("git_dirty") else ""),
+             "Build: %s; cohsim %s" % (prov.get("build_id") or "unknown", prov.get("version") or "?")]
+    inputs = prov.get("inputs") or {}
+    return [("h2", "Reproduce"),
+            ("p", "The command that made these results, from a build of the commit below:"),
+            ("pre", _shell_lines(str(prov["command"]))), ("ul", items)] + (
+        [("p", "The files it read, with their SHA-256 (the first 16 hex digits):"),
+         ("pre", "\n".join("%s  %s" % (str(d)[:16], p) for p, d in sorted(inputs.items())))] if inputs else [])
 
 
 def compare_measured(data, runs, variants):
@@ -698,6 +738,8 @@ def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measure
     if fixed:
         blocks += [("h2", "Parameters"),
                    ("p", ", ".join("`%s=%s`" % (k, cr.value_str(v)) for k, v in sorted(fixed.items())))]
+
+    blocks += reproduce_blocks(data.get("provenance") or {})
 
     if others:
         for h in headline:

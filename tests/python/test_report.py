@@ -329,6 +329,29 @@ class TwoVariantCompareReportTest(ReportCase):
         # without the calibration rows' settings, no row is shown
         self.assertNotIn("Measured beside", (self.report(self.compare_doc()) / "report.md").read_text())
 
+    def test_the_report_says_how_to_rerun_it(self):
+        doc = self.compare_doc()
+        doc.update({"command": "build/release/cohsim compare configs/scenarios/ipi-kunpeng920.json --set rounds=1000 "
+                               "--report /tmp/a/rather/long/directory/name/for/the/report -q",
+                    "git_commit": "0123456789abcdef0123456789abcdef01234567", "git_dirty": True,
+                    "build_id": "0123456789ab-dirty-feedbeef", "version": "0.1.0",
+                    "inputs": {"configs/platforms/kunpeng920.json": "aa" * 32,
+                               "configs/scenarios/ipi-kunpeng920.json": "bb" * 32}})
+        out = self.report(doc)
+        md = (out / "report.md").read_text()
+        part = md.split("## Reproduce")[1]
+        self.assertIn("```text\nbuild/release/cohsim compare configs/scenarios/ipi-kunpeng920.json \\\n"
+                      "    --set rounds=1000 \\\n"
+                      "    --report /tmp/a/rather/long/directory/name/for/the/report -q\n```", part)
+        self.assertIn("- Commit: 0123456789abcdef0123456789abcdef01234567 (dirty tree)", part)
+        self.assertIn("- Build: 0123456789ab-dirty-feedbeef; cohsim 0.1.0", part)
+        self.assertIn("aaaaaaaaaaaaaaaa  configs/platforms/kunpeng920.json", part)
+        for line in md.splitlines():
+            self.assertLessEqual(len(line), 80, line)
+        self.assertIn("0123456789abcdef0123456789abcdef01234567", (out / "report.txt").read_text())
+        self.assertIn("Reproduce", (out / "report.html").read_text())
+        self.assertNotIn("## Reproduce", (self.report(self.compare_doc()) / "report.md").read_text())
+
     def test_paragraphs_are_wrapped_for_email(self):
         doc = self.compare_doc()
         for run in doc["runs"]:
