@@ -592,8 +592,12 @@ def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measure
     if data.get("overrides"):
         info.append("--set: %s" % ", ".join("`%s=%s`" % (k, cr.value_str(x))
                                            for k, x in sorted(data["overrides"].items())))
+    same = len(seeds) > 1 and all(
+        len({json.dumps(r["metrics"], sort_keys=True) for r in runs
+             if r["variant"] == v and r["params"] == p["params"]}) == 1 for v in variants for p in runs)
     info.append("Seeds: %s" % seeds[0] if len(seeds) == 1
-                else "Seeds: %d (%s)" % (len(seeds), ", ".join(seeds)))
+                else "Seeds: %d (%s)%s" % (len(seeds), ", ".join(seeds),
+                                           ", identical results: deterministic" if same else ""))
     if data["failed"]:
         info.append("Failed or missing runs: %d (not included)" % data["failed"])
     measured_tables = []

@@ -165,6 +165,16 @@ TEST_CASE("compare --seeds N runs each variant with N seeds, prints medians and 
   CHECK(run_cli(fmt::format("compare {} --seeds 0", quoted(scen))).exit_code == 2);
 }
 
+TEST_CASE("compare --seeds N says a run with no random source is deterministic instead of printing medians",
+          "[cli][variants]") {
+  const std::string scen = source_path("configs/scenarios/ipi-kunpeng920.json");
+  auto r = run_cli(fmt::format("compare {} --variants wmb,dsb-ishst --set rounds=5 --seeds 2 -q", quoted(scen)));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("the 2 seeds (1..2) gave identical results: deterministic"));
+  CHECK_THAT(r.output, !Catch::Contains("medians over"));
+}
+
 TEST_CASE("compare --platforms runs the variants on each platform side by side", "[cli][variants]") {
   TempDir dir;
   const std::string scen = two_variant_scenario(dir), out = dir.file("out.json");

@@ -250,9 +250,20 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
       runs.push_back(median_over_seeds(seeds));
     }
   }
-  if (o.seeds > 1)
-    std::cout << fmt::format("medians over {} seeds ({}..{})\n", o.seeds, first_seed,
-                             first_seed + static_cast<std::uint64_t>(o.seeds) - 1);
+  if (o.seeds > 1) {
+    // Seeds that change nothing are no spread: say so instead of a median of equal values.
+    bool identical = true;
+    for (const auto& r : every_run)
+      for (const auto& other : every_run)
+        if (other.doc["label"] == r.doc["label"] && other.results.metrics != r.results.metrics) identical = false;
+    if (identical)
+      std::cout << fmt::format("the {} seeds ({}..{}) gave identical results: deterministic, nothing in this run "
+                               "draws from a random source, so there is no seed spread\n",
+                               o.seeds, first_seed, first_seed + static_cast<std::uint64_t>(o.seeds) - 1);
+    else
+      std::cout << fmt::format("medians over {} seeds ({}..{})\n", o.seeds, first_seed,
+                               first_seed + static_cast<std::uint64_t>(o.seeds) - 1);
+  }
   print_table(runs);
   json doc = {{"scenario", o.scenario}, {"platform", runs.front().doc["platform"]},
               {"platform_file", runs.front().doc["platform_file"]}, {"workload", runs.front().doc["workload"]},

@@ -352,6 +352,15 @@ class TwoVariantCompareReportTest(ReportCase):
         self.assertIn("Reproduce", (out / "report.html").read_text())
         self.assertNotIn("## Reproduce", (self.report(self.compare_doc()) / "report.md").read_text())
 
+    def test_seeds_that_change_nothing_are_called_deterministic_not_a_spread(self):
+        doc = self.compare_doc(seeds=(1, 2, 3))
+        for run in doc["runs"]:
+            run["metrics"]["ns_per_call"] = 2155.0 if run["variant"] == "wmb" else 2143.0
+        md = (self.report(doc) / "report.md").read_text()
+        self.assertIn("- Seeds: 3 (1, 2, 3), identical results: deterministic\n", md)
+        md = (self.report(self.compare_doc(seeds=(1, 2, 3))) / "report.md").read_text()
+        self.assertIn("- Seeds: 3 (1, 2, 3)\n", md)
+
     def test_paragraphs_are_wrapped_for_email(self):
         doc = self.compare_doc()
         for run in doc["runs"]:
