@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <iostream>
 #include <fmt/ranges.h>
+#include <map>
 #include <set>
 
 #include "cli.hpp"
@@ -44,6 +45,22 @@ int cmd_topo(const std::vector<std::string>& args) {
     if (!classes.contains(cls))
       classes[cls] = {{"example", fmt::format("0-{}", b)}, {"one_way_ns", sim::to_ns(icn.latency(0, b))}};
   }
+  // Within CPU 0's group, the sockets by link crossings from CPU 0's socket
+  // (a ring or a hypercube puts some sockets farther than others).
+  json socket_distances = json::array();
+  {
+    const int s0 = t.cpu(0).socket, spg = t.sockets_per_group();
+    std::map<int, std::vector<int>> by_crossings;
+    for (int s = s0 - s0 % spg; s < s0 - s0 % spg + spg; ++s)
+      if (s != s0) by_crossings[icn.socket_crossings(s0, s)].push_back(s);
+    for (const auto& [crossings, sockets] : by_crossings) {
+      int cpu = -1;
+      for (int c = 0; c < t.cpu_count() && cpu < 0; ++c)
+        if (t.cpu(c).socket == sockets.front()) cpu = c;
+      socket_distances.push_back({{"crossings", crossings}, {"sockets", sockets},
+                                  {"example", fmt::format("0-{}", cpu)}, {"one_way_ns", sim::to_ns(icn.latency(0, cpu))}});
+    }
+  }
   // A CPU list as Linux prints it (cpulist format): ascending runs, "0-27,896-923".
   auto cpulist = [](const std::vector<int>& cpus) {
     std::string out;
@@ -72,7 +89,8 @@ int cmd_topo(const std::vector<std::string>& args) {
   if (as_json) {
     json out = {{"platform", m.name()}, {"cpus", t.cpu_count()}, {"sockets", t.sockets()}, {"dies", t.die_count()},
                 {"clusters", t.cluster_count()}, {"cores", t.core_count()}, {"threads_per_core", t.threads_per_core()},
-                {"nodes", t.node_count()}, {"node_table", nodes}, {"hop_classes", classes}, {"parameters", params}};
+                {"nodes", t.node_count()}, {"node_table", nodes}, {"hop_classes", classes},
+                {"socket_distances", socket_distances}, {"parameters", params}};
     if (path_asked) {
       const auto& p = icn.path(from, to);
       json hops = json::array();
@@ -134,6 +152,15 @@ int cmd_topo(const std::vector<std::string>& args) {
     if (!classes.contains(cls)) continue;
     std::cout << fmt::format("  {:<16} e.g. CPUs {:<8} {:>7.1f} ns\n", cls, classes[cls]["example"].get<std::string>(),
                              classes[cls]["one_way_ns"].get<double>());
+  }
+  if (socket_distances.size() > 1) {
+    std::cout << "\nother sockets of CPU 0's group, by socket-link crossings from its socket\n";
+    for (const auto& d : socket_distances) {
+      const int n = d["crossings"].get<int>();
+      std::cout << fmt::format("  socket, {} crossing{:<2} sockets {:<12} e.g. CPUs {:<8} {:>7.1f} ns\n", n,
+                               n == 1 ? "" : "s", fmt::format("{}", fmt::join(d["sockets"].get<std::vector<int>>(), ",")),
+                               d["example"].get<std::string>(), d["one_way_ns"].get<double>());
+    }
   }
   std::cout << "\nNUMA nodes\n";
   for (const auto& n : nodes) {

@@ -39,12 +39,7 @@ Interconnect::Interconnect(config::Reader r, const topo::Topology& topo, const s
                                  "crosses); later messages take the next free slot",
                           .max = 1e7});
     if (c == HopClass::die) read_die_network(h);
-    if (c == HopClass::socket)
-      socket_ring_ = h.choice("links", Spec{.doc = "how the sockets of a group (all sockets without node "
-                                                   "controllers) are joined: every pair by a link of its own, or a "
-                                                   "ring in socket order, a message going the shorter way (the "
-                                                   "ascending way on a tie) through the sockets between",
-                                            .def = "all-to-all", .choices = {"all-to-all", "ring"}}) == "ring";
+    if (c == HopClass::socket) read_socket_links(h);
     if (c == HopClass::cross_die || c == HopClass::socket || c == HopClass::node_controller)
       ports_[static_cast<std::size_t>(i)] = static_cast<int>(h.integer(
           "ports", Spec{.doc = "parallel ports of each link of this class, per direction (a message takes whichever "
@@ -65,6 +60,77 @@ Interconnect::Interconnect(config::Reader r, const topo::Topology& topo, const s
   legs_in_.resize(endpoints_.size());
   die_routes_.resize(static_cast<std::size_t>(topo.die_count()) * static_cast<std::size_t>(topo.die_count()));
   reindex_paths();
+}
+
+void Interconnect::read_socket_links(config::Reader& socket) {
+  using config::Spec;
+  const std::string links = socket.choice(
+      "links", Spec{.doc = "how the sockets of a group (all sockets without node controllers) are joined: every pair "
+                           "by a link of its own (all-to-all); a ring in socket order, a message going the shorter "
+                           "way (the ascending way on a tie) through the sockets between; a hypercube (a group of 2^k "
+                           "sockets, socket s linked to every s xor 2^i); or a twisted hypercube (8 sockets: the "
+                           "3-cube with links 2-6 and 3-7 replaced by 2-7 and 3-6, so that every socket is at most "
+                           "2 crossings from every other). On a (twisted) hypercube a message takes a shortest "
+                           "route, the lowest-numbered next socket on a tie, and crosses each socket it passes "
+                           "through on that socket's die network (its route-through from one link's stop to the "
+                           "next, one die latency)",
+                    .def = "all-to-all", .choices = {"all-to-all", "ring", "hypercube", "twisted-hypercube"}});
+  socket_ring_ = links == "ring";
+  if (links != "hypercube" && links != "twisted-hypercube") return;
+  const int n = topo_.sockets_per_group();
+  if (socket.schema_mode()) return;
+  if (links == "twisted-hypercube" && n != 8)
+    socket.fail("links", fmt::format("a twisted hypercube joins 8 sockets; this group has {} (topology.sockets, "
+                                     "sockets_per_group)", n));
+  if ((n & (n - 1)) != 0)
+    socket.fail("links", fmt::format("a hypercube joins a power of two of sockets; this group has {}", n));
+  std::vector<std::vector<int>> adj(static_cast<std::size_t>(n));
+  auto join = [&](int a, int b) {
+    adj[static_cast<std::size_t>(a)].push_back(b);
+    adj[static_cast<std::size_t>(b)].push_back(a);
+  };
+  for (int a = 0; a < n; ++a)
+    for (int bit = 1; bit < n; bit <<= 1)
+      if (const int b = a ^ bit; a < b && !(links == "twisted-hypercube" && bit == 4 && (a == 2 || a == 3)))
+        join(a, b);
+  if (links == "twisted-hypercube") {
+    join(2, 7);
+    join(3, 6);
+  }
+  for (auto& v : adj) std::sort(v.begin(), v.end());
+  // Crossings between every pair (breadth first), then each pair's next socket.
+  socket_graph_.size = n;
+  socket_graph_.distance.assign(static_cast<std::size_t>(n * n), -1);
+  for (int from = 0; from < n; ++from) {
+    std::vector<int> queue{from};
+    socket_graph_.distance[static_cast<std::size_t>(from * n + from)] = 0;
+    for (std::size_t i = 0; i < queue.size(); ++i)
+      for (int next : adj[static_cast<std::size_t>(queue[i])])
+        if (int& d = socket_graph_.distance[static_cast<std::size_t>(from * n + next)]; d < 0) {
+          d = socket_graph_.distance[static_cast<std::size_t>(from * n + queue[i])] + 1;
+          queue.push_back(next);
+        }
+  }
+  socket_graph_.next.assign(static_cast<std::size_t>(n * n), -1);
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b)
+      for (int next : adj[static_cast<std::size_t>(a)])
+        if (a != b && socket_graph_.distance[static_cast<std::size_t>(next * n + b)] ==
+                          socket_graph_.distance[static_cast<std::size_t>(a * n + b)] - 1) {
+          socket_graph_.next[static_cast<std::size_t>(a * n + b)] = next;
+          break;
+        }
+}
+
+int Interconnect::socket_crossings(int a, int b) const {
+  if (a == b) return 0;
+  const int spg = topo_.sockets_per_group();
+  if (a / spg != b / spg) return 2;  // to the node controller and from it
+  const int n = spg, la = a % spg, lb = b % spg;
+  if (socket_graph_.size > 0) return socket_graph_.distance[static_cast<std::size_t>(la * n + lb)];
+  if (!socket_ring_) return 1;
+  const int up = (lb - la + n) % n;
+  return std::min(up, n - up);
 }
 
 void Interconnect::read_die_network(config::Reader& die) {
@@ -207,6 +273,17 @@ void Interconnect::route_dies(Path& p, const Endpoint& a, const Endpoint& b) {
 }
 
 void Interconnect::route_sockets(Path& p, int a, int b) {
+  if (socket_graph_.size > 0) {
+    const int n = socket_graph_.size;
+    const int base = a - a % n;
+    for (int s = a; s != b;) {
+      const int next = base + socket_graph_.next[static_cast<std::size_t>((s - base) * n + (b - base))];
+      if (s != a) cross_die_network(p, topo_.gateway_die_of(s), 0, 0);  // route-through: link stop to link stop
+      add_hop(p, HopClass::socket, {LinkKind::socket, s, next});
+      s = next;
+    }
+    return;
+  }
   if (!socket_ring_) {
     add_hop(p, HopClass::socket, {LinkKind::socket, a, b});
     return;

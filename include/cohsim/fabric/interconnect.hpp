@@ -133,6 +133,9 @@ class Interconnect {
   /// Ring or mesh stop of an endpoint on its die.
   int stop_of(const Endpoint& e) const;
   const topo::Topology& topology() const { return topo_; }
+  /// Socket-to-socket link crossings between sockets a and b (0 for one
+  /// socket; 2 between node-controller groups: to the controller and from it).
+  int socket_crossings(int a, int b) const;
 
  private:
   /// What identifies a link without its name: a kind and up to three numbers.
@@ -154,6 +157,8 @@ class Interconnect {
   /// Between two sockets of one group: their own link, or around the ring.
   void route_sockets(Path& p, int a, int b);
   void read_die_network(config::Reader& die);
+  /// Reads interconnect.socket.links (and builds the socket graph of a hypercube).
+  void read_socket_links(config::Reader& socket);
   /// Steps kept once computed (a leg per endpoint, a route per die pair).
   struct KeptSteps {
     bool valid = false;
@@ -199,6 +204,12 @@ class Interconnect {
   std::array<int, topo::kHopClasses> ports_{};
   DieNetwork die_net_;
   bool socket_ring_ = false;  ///< a group's sockets joined in a ring (else every pair directly)
+  /// A group's sockets joined as a (twisted) hypercube: crossings and the next
+  /// socket on the route, per (from, to) within the group; size 0 otherwise.
+  struct SocketGraph {
+    int size = 0;
+    std::vector<int> distance, next;
+  } socket_graph_;
   std::vector<Endpoint> endpoints_;
   std::vector<Link> links_;
   std::unordered_map<std::uint64_t, int> link_ids_;  ///< packed LinkKey -> link id
