@@ -1,6 +1,12 @@
 // Core-to-core latency: two CPUs ping-pong one line with compare-and-swap, as
 // the core-to-core-latency tool (nviennot) does: CPU a swaps PING->PONG, CPU b
 // PONG->PING, each retrying until it succeeds. One way = half a round trip.
+// op=blind-cas (the default, the tool's CAS benchmark): the expected value is
+// known, so each turn is one access, the CAS that takes the line exclusive.
+// op=cas (a cmpxchg loop as kernel code writes it, `old = READ_ONCE(*p)` then
+// `cmpxchg(p, old, new)`): each turn loads the line (a shared read of the
+// other CPU's modified copy) until it holds the expected value, then the CAS
+// upgrades it to exclusive (invalidating that copy): two transactions.
 #include <algorithm>
 #include <fmt/format.h>
 
@@ -22,6 +28,9 @@ class C2c : public scenario::Workload {
     cpu_b_ = static_cast<int>(p.integer("cpu_b", Spec{.doc = "second CPU of the pair", .def = 1, .min = 0, .max = n - 1.0}));
     rounds_ = static_cast<int>(p.integer("rounds", Spec{.doc = "measured round trips", .def = 1000, .min = 1, .max = 1e7}));
     warmup_ = static_cast<int>(p.integer("warmup", Spec{.doc = "round trips before measuring", .def = 100, .min = 0, .max = 1e6}));
+    cas_load_first_ = p.choice("op", Spec{.doc = "blind-cas: each turn is one CAS with the expected value known; cas: "
+                                                 "a load until the line holds the expected value, then the CAS",
+                                          .def = "blind-cas", .choices = {"blind-cas", "cas"}}) == "cas";
     matrix_ = p.boolean("matrix", Spec{.doc = "also measure one pair of every hop class", .def = false});
     line_node_ = static_cast<int>(p.integer(
         "line_node", Spec{.doc = "home node of the shared line (-1: the node of cpu_a, where the tool's main thread "
@@ -57,6 +66,9 @@ class C2c : public scenario::Workload {
     cpu::Cpu& c = m_.cpu(cpu);
     for (int i = 0; i < n; ++i) {
       for (;;) {
+        if (cas_load_first_)
+          co_await c.spin_until(flag, 8, [from](std::uint64_t v) { return v == from; }, cpu::Order::relaxed,
+                                "c2c: the other CPU's swap (load before the CAS)");
         std::uint64_t old = co_await c.cmpxchg(flag, 8, from, to, cpu::Order::full);
         if (old == from) break;
         co_await c.wait_for_change(flag, "c2c: the other CPU's swap");
@@ -88,12 +100,13 @@ class C2c : public scenario::Workload {
   Machine& m_;
   int cpu_a_, cpu_b_, rounds_, warmup_, line_node_;
   bool matrix_;
+  bool cas_load_first_;  ///< op=cas: load until the expected value shows, then the CAS
 };
 
 }  // namespace
 
 void register_c2c(WorkloadTable& t) {
-  t.add("c2c", "core-to-core latency: CAS ping-pong of one line between cpu_a and cpu_b",
+  t.add("c2c", "core-to-core latency: CAS ping-pong of one line between cpu_a and cpu_b (op: blind-cas or cas)",
         [](config::Reader p, Machine& m) { return std::make_unique<C2c>(p, m); },
         // Headline metrics (name, unit, lower is better), reported and plotted first.
         {{"one_way_ns", "ns", true}});
