@@ -7,6 +7,7 @@ const std::map<std::string, WorkloadInfo>& workloads() {
     std::map<std::string, WorkloadInfo> t;
     models::WorkloadTable reg{t};
     models::register_c2c(reg);
+    models::register_atomic_counter(reg);
     models::register_mem_latency(reg);
     models::register_spinlock(reg);
     models::register_aim7(reg);

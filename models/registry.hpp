@@ -25,6 +25,7 @@ struct WorkloadTable {
 };
 
 void register_c2c(WorkloadTable& t);
+void register_atomic_counter(WorkloadTable& t);
 void register_mem_latency(WorkloadTable& t);
 void register_spinlock(WorkloadTable& t);
 void register_aim7(WorkloadTable& t);
