@@ -17,3 +17,59 @@ TEST_CASE("c2c names the hop class of its pair in the results, beside the class'
     CHECK(r.get("hop_class") == index);
   }
 }
+
+namespace {
+double c2c_one_way(const std::string& scenario, const std::string& cpu_b, const std::string& op,
+                   const std::string& platform = "") {
+  auto s = scenario::load_scenario(source_path(scenario), "",
+                                   {{"cpu_b", cpu_b}, {"op", op}, {"rounds", "20"}, {"warmup", "2"}},
+                                   platform.empty() ? "" : source_path(platform));
+  scenario::Run run(s, 1);
+  return run.execute().get("one_way_ns");
+}
+}  // namespace
+
+TEST_CASE("c2c op=cas (a load, then the CAS) costs more than op=blind-cas (the CAS alone) on every pair", "[c2c]") {
+  struct Pair {
+    const char *scenario, *platform, *cpu_b;
+  };
+  for (const auto& p : {Pair{"configs/scenarios/c2c-haswell-ex.json", "", "1"},
+                        Pair{"configs/scenarios/c2c-haswell-ex.json", "", "18"},
+                        Pair{"configs/scenarios/c2c-kunpeng920.json", "", "48"},
+                        Pair{"configs/scenarios/c2c-haswell-ex.json", "configs/platforms/skylake-sp-8s.json", "224"},
+                        Pair{"configs/scenarios/c2c-haswell-ex.json", "configs/platforms/skylake-sp-8s.json", "196"}}) {
+    INFO(p.scenario << " " << p.platform << " cpu_b " << p.cpu_b);
+    const double blind = c2c_one_way(p.scenario, p.cpu_b, "blind-cas", p.platform);
+    const double cas = c2c_one_way(p.scenario, p.cpu_b, "cas", p.platform);
+    CHECK(cas > blind);
+  }
+}
+
+TEST_CASE("c2c's default is the blind CAS", "[c2c]") {
+  auto s = scenario::load_scenario(source_path("configs/scenarios/c2c-haswell-ex.json"), "",
+                                   {{"cpu_b", "18"}, {"rounds", "20"}, {"warmup", "2"}});
+  scenario::Run run(s, 1);
+  CHECK(run.execute().get("one_way_ns") == c2c_one_way("configs/scenarios/c2c-haswell-ex.json", "18", "blind-cas"));
+}
+
+TEST_CASE("c2c and atomic-counter refuse a bad op, or a CPU the platform lacks, with exit 2", "[c2c][cli]") {
+  const std::string hsx = quoted(source_path("configs/scenarios/c2c-haswell-ex.json"));
+  const std::string skx8 = quoted(source_path("configs/platforms/skylake-sp-8s.json"));
+  const std::string counter = quoted(source_path("configs/scenarios/atomic-counter-skylake-sp-8s.json"));
+  for (const auto& [args, says] : {
+           std::pair<std::string, std::string>{"run " + hsx + " --set op=swap", "op"},
+           {"run " + hsx + " --set op=cas --set cpu_b=112", "cpu_b"},  // Haswell-EX has 72 CPUs
+           {"run " + hsx + " --platform " + skx8 + " --set op=blind-cas --set cpu_b=448", "cpu_b"},
+           {"run " + counter + " --set threads=0", "threads"},
+           {"run " + counter + " --set threads=449", "threads"},
+           {"run " + counter + " --platform " + quoted(source_path("configs/platforms/haswell-ex.json")) +
+                " --set threads=73", "threads"}}) {
+    INFO(args);
+    const auto r = run_cli(args + " -q");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains(says));
+  }
+  const auto ok = run_cli("run " + hsx + " --platform " + skx8 + " --set op=cas --set cpu_b=112 --set rounds=20 -q");
+  CHECK(ok.exit_code == 0);
+  CHECK_THAT(ok.output, Catch::Contains("one_way_ns"));
+}
