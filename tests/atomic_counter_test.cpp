@@ -77,3 +77,18 @@ TEST_CASE("atomic-counter gets slower per increment when a second socket joins",
   CHECK(ns("2") > ns("1"));
   CHECK(ns("29") > ns("28"));
 }
+
+TEST_CASE("atomic-counter's hand-offs follow the placement: one socket's threads hand off inside the die", "[atomic-counter]") {
+  auto handoffs = [](const std::string& threads) {
+    const auto s = counter(threads);
+    scenario::Run run(s, 1);
+    return run.execute();
+  };
+  const scenario::Results one = handoffs("1"), die = handoffs("4"), two_sockets = handoffs("56");
+  CHECK(one.get("handoffs.die") == 0);
+  CHECK(one.get("increments_per_transfer") == 0);  // the line never moved
+  CHECK(die.get("handoffs.die") > 0);
+  CHECK(die.get("handoffs.socket") == 0);
+  CHECK(two_sockets.get("handoffs.socket") > 0);
+  CHECK(die.get("increments_per_transfer") >= 1);
+}

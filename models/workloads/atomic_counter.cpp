@@ -6,10 +6,15 @@
 // time after a warm-up. The counter is a global of the program: homed on
 // `counter_node` (-1: CPU 0's node, where the main thread first touches it).
 // ns_per_increment is the system-wide time between two increments: the
-// window's length over the increments completed inside it. Every increment
+// window's length over the increments completed inside it. A hand-off is an
+// increment by another CPU than the one before it (handoffs.<hop class>); one
+// to another core moves the line (an SMT sibling shares it), and
+// increments_per_transfer shows how many increments a core makes while it
+// holds the line, until the next requester's forward reaches it. Every increment
 // returns the value before it; two that return the same value would be a lost
 // update, and stop the run.
 #include <algorithm>
+#include <array>
 #include <fmt/format.h>
 #include <stdexcept>
 
@@ -58,6 +63,14 @@ class AtomicCounter : public scenario::Workload {
     r.add("increments", static_cast<double>(counted));
     r.add("increments_total", static_cast<double>(total_));
     r.add("counter_value", static_cast<double>(m_.fabric().peek(counter_, 8)));
+    std::uint64_t handoffs = 0;
+    for (int c = 0; c < topo::kHopClasses; ++c) {
+      const auto cls = static_cast<topo::HopClass>(c);
+      if (cls != topo::HopClass::smt) handoffs += handoffs_[static_cast<std::size_t>(c)];  // a sibling shares the line
+      if (m_.topology().hop_class_exists(cls))
+        r.add(fmt::format("handoffs.{}", topo::hop_class_name(cls)), static_cast<double>(handoffs_[static_cast<std::size_t>(c)]));
+    }
+    r.add("increments_per_transfer", handoffs ? static_cast<double>(counted) / static_cast<double>(handoffs) : 0.0);
     r.add("per_thread_min", *std::min_element(per_thread.begin(), per_thread.end()));
     r.add("per_thread_median", median(per_thread));
     r.add("per_thread_max", *std::max_element(per_thread.begin(), per_thread.end()));
@@ -81,7 +94,12 @@ class AtomicCounter : public scenario::Workload {
                                            "update was lost", i, before));
       seen_[before] = true;
       ++total_;
-      if (window_.contains(sim.now())) ++in_window_[static_cast<std::size_t>(i)];
+      if (window_.contains(sim.now())) {
+        ++in_window_[static_cast<std::size_t>(i)];
+        // A hand-off: the line moved to this CPU since the last increment.
+        if (last_ >= 0 && last_ != i) ++handoffs_[static_cast<std::size_t>(m_.topology().hop_class(last_, i))];
+      }
+      last_ = i;
       sim.note_progress();
     }
   }
@@ -92,6 +110,8 @@ class AtomicCounter : public scenario::Workload {
   fabric::Addr counter_ = 0;
   std::uint64_t total_ = 0;                ///< increments completed, warm-up included
   std::vector<bool> seen_;                 ///< the values increments returned (each once)
+  int last_ = -1;                          ///< the CPU of the latest increment
+  std::array<std::uint64_t, topo::kHopClasses> handoffs_{};  ///< in the window, by the hop between the two CPUs
   std::vector<std::uint64_t> in_window_;  ///< per thread, inside the window
   MeasurementWindow window_;
 };
