@@ -61,9 +61,21 @@ def sensitivity(cohsim, scenario, sets, variants=None, screen=()):
                 values.append(v)
                 if abs(v - nominal) > top_move:
                     top_move, top = abs(v - nominal), row["param"].replace("platform.", "")
-        result[variant] = {"nominal": nominal, "low": min(values), "high": max(values), "top": top,
+        result[variant] = {"nominal": nominal, "low": min(values), "high": max(values),
+                           "top": top if top_move > 1e-3 * abs(nominal) else "(none)",
                            "command": command}
     return result
+
+
+def run_metrics(cohsim, scenario, sets):
+    """The metrics of one nominal `cohsim run`."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "r.json")
+        cmd = [cohsim, "run", scenario, "--json", out, "-q"] + [x for s in sets for x in ("--set", s)]
+        r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if r.returncode != 0:
+            sys.exit(f"{' '.join(cmd)} failed (exit {r.returncode}):\n{r.stderr}")
+        return json.load(open(out))["metrics"]
 
 
 def main():
@@ -92,13 +104,16 @@ def main():
                          f"{fmt.format(c['high'])} | {c['top']} |")
         lines.append("")
     if a.only in (None, "counter"):
-        lines += ["| threads | ns_per_increment | range | moves it most |", "|---|---|---|---|"]
+        lines += ["| threads | ns_per_increment | range | moves it most | increments per transfer | "
+                  "per-thread increments min / median / max |", "|---|---|---|---|---|---|"]
         for n in [int(x) for x in a.threads.split(",")]:
             r = sensitivity(a.cohsim, COUNTER, [f"threads={n}"], screen=a.screen_set)[""]
-            points.append({"workload": "atomic-counter", "threads": n, **r})
+            m = run_metrics(a.cohsim, COUNTER, [f"threads={n}"])
+            points.append({"workload": "atomic-counter", "threads": n, **r, "metrics": m})
             print(f"atomic-counter threads={n}: {r['nominal']:.1f} ns", file=sys.stderr)
             lines.append(f"| {n} | {fmt.format(r['nominal'])} | {fmt.format(r['low'])} .. {fmt.format(r['high'])} "
-                         f"| {r['top']} |")
+                         f"| {r['top']} | {m['increments_per_transfer']:.1f} | {m['per_thread_min']:.0f} / "
+                         f"{m['per_thread_median']:.0f} / {m['per_thread_max']:.0f} |")
         lines.append("")
     text = "\n".join(lines)
     if a.out:
