@@ -25,6 +25,7 @@ std::string repo_path(const std::string& relative) { return std::string(COHSIM_S
 const std::map<std::string, std::vector<scenario::Override>>& small_size_overrides() {
   static const std::map<std::string, std::vector<scenario::Override>> m = {
       {"c2c", {{"rounds", "20"}, {"warmup", "2"}}},
+      {"atomic-counter", {{"threads", "8"}, {"duration", "\"2us\""}, {"warmup", "\"1us\""}}},
       {"mem-latency", {{"loads", "300"}, {"warmup", "30"}}},
       {"ipi-bench", {{"rounds", "2"}}},
       {"ipi-latency", {{"ipis_per_pair", "2"}}},
