@@ -1,7 +1,8 @@
 // A shared atomic counter: `threads` threads, thread i pinned to CPU i (the
 // CPU numbering is the platform's, as Linux numbers it: on an x86 server the
 // first threads of every core, socket by socket, then their SMT siblings),
-// each incrementing one shared 64-bit counter with `lock xadd` in a tight
+// each incrementing one shared 64-bit counter with `lock xadd` (LDADDAL on an
+// arm64 platform with LSE, executed where coherence.atomics.ld_op says) in a tight
 // loop (__atomic_fetch_add / atomic_inc_return on x86), for a fixed simulated
 // time after a warm-up. The counter is a global of the program: homed on
 // `counter_node` (-1: CPU 0's node, where the main thread first touches it).
