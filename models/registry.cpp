@@ -14,6 +14,8 @@ const std::map<std::string, WorkloadInfo>& workloads() {
     models::register_dma_map_bench(reg);
     models::register_ipi_bench(reg);
     models::register_ipi_latency(reg);
+    models::register_locktorture(reg);
+    models::register_lock2(reg);
     return t;
   }();
   return table;

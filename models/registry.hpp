@@ -32,5 +32,7 @@ void register_aim7(WorkloadTable& t);
 void register_dma_map_bench(WorkloadTable& t);
 void register_ipi_bench(WorkloadTable& t);
 void register_ipi_latency(WorkloadTable& t);
+void register_locktorture(WorkloadTable& t);
+void register_lock2(WorkloadTable& t);
 
 }  // namespace cohsim::models

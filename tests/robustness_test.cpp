@@ -31,6 +31,8 @@ const std::map<std::string, std::vector<scenario::Override>>& small_size_overrid
       {"ipi-latency", {{"ipis_per_pair", "2"}}},
       {"dma-map-bench", {{"duration", "\"20us\""}, {"warmup", "\"5us\""}}},
       {"spinlock", {{"sections", "100"}}},
+      {"locktorture", {{"threads", "8"}, {"duration", "\"20us\""}, {"warmup", "\"5us\""}}},
+      {"lock2", {{"threads", "8"}, {"duration", "\"20us\""}, {"warmup", "\"5us\""}}},
       {"aim7-compute", {{"duration", "\"2ms\""}, {"warmup", "\"1ms\""}}},
   };
   return m;

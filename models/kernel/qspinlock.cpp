@@ -2,6 +2,8 @@
 // (see qspinlock.hpp for the word and node layout).
 #include "models/kernel/qspinlock.hpp"
 
+#include "models/kernel/cna.hpp"
+
 #include <fmt/format.h>
 
 namespace cohsim::models::kernel {
@@ -11,9 +13,9 @@ using cpu::Domain;
 using cpu::Order;
 using fabric::RmwOp;
 
-Qnodes::Qnodes(fabric::MemoryMap& mem, const topo::Topology& topo) {
+Qnodes::Qnodes(fabric::MemoryMap& mem, const topo::Topology& topo, Addr node_bytes) : node_bytes_(node_bytes) {
   for (int c = 0; c < topo.cpu_count(); ++c)
-    base_.push_back(mem.alloc(topo.node_of_cpu(c), kQMaxNodes * kNodeBytes, 64, fmt::format("qnodes[cpu{}]", c)));
+    base_.push_back(mem.alloc(topo.node_of_cpu(c), kQMaxNodes * node_bytes, 64, fmt::format("qnodes[cpu{}]", c)));
 }
 
 namespace {
@@ -65,6 +67,7 @@ Task<void> queue(cpu::Cpu& c, Qspinlock lock) {
     const Addr node = q.node(c.id(), idx);
     co_await c.store(node + Qnodes::kLocked, 4, 0);
     co_await c.store(node + Qnodes::kNext, 8, 0);
+    if (lock.cna) co_await cna_init_node(c, *lock.cna, node);  // pv_init_node
     // The node's line may have been cold: one more trylock before queueing.
     const bool taken = co_await queued_spin_trylock(c, lock);
     if (!taken) {
@@ -81,7 +84,9 @@ Task<void> queue(cpu::Cpu& c, Qspinlock lock) {
                               "qspinlock: MCS node (waiting to be head)");
         next = co_await c.load(node + Qnodes::kNext, 8);  // READ_ONCE(node->next)
       }
-      // Head of the queue: wait for the owner and the pending waiter to go
+      // Head of the queue. CNA sorts the queue first (pv_wait_head_or_lock).
+      if (lock.cna) co_await cna_wait_head_or_lock(c, *lock.cna, lock, node);
+      // Wait for the owner and the pending waiter to go
       // (atomic_cond_read_acquire(&lock->val, !(VAL & _Q_LOCKED_PENDING_MASK))).
       const auto val = static_cast<std::uint32_t>(co_await c.spin_until(
           lock.val, 4, [](std::uint64_t v) { return (v & kQLockedPendingMask) == 0; }, Order::acquire,
@@ -89,8 +94,13 @@ Task<void> queue(cpu::Cpu& c, Qspinlock lock) {
       // Alone in the queue: take the lock and clear the tail at once (n,0,0 -> 0,0,1).
       bool alone = false;
       if ((val & kQTailMask) == tail) {
-        const auto seen = static_cast<std::uint32_t>(co_await c.cmpxchg(lock.val, 4, val, kQLockedVal, Order::relaxed));
-        alone = seen == val;
+        if (lock.cna) {
+          alone = co_await cna_try_clear_tail(c, *lock.cna, lock, val, node);  // try_clear_tail
+        } else {
+          const auto seen =
+              static_cast<std::uint32_t>(co_await c.cmpxchg(lock.val, 4, val, kQLockedVal, Order::relaxed));
+          alone = seen == val;
+        }
       }
       if (!alone) {
         co_await c.store(lock.val, 1, kQLockedVal, Order::relaxed);  // set_locked
@@ -98,8 +108,9 @@ Task<void> queue(cpu::Cpu& c, Qspinlock lock) {
         if (next == 0)
           next = co_await c.spin_until(node + Qnodes::kNext, 8, [](std::uint64_t v) { return v != 0; }, Order::relaxed,
                                        "qspinlock: successor link");
-        // arch_mcs_spin_unlock_contended: smp_store_release(&next->locked, 1).
-        co_await c.store(next + Qnodes::kLocked, 4, 1, Order::release);
+        // lock_handoff: stock arch_mcs_spin_unlock_contended, smp_store_release(&next->locked, 1).
+        if (lock.cna) co_await cna_lock_handoff(c, *lock.cna, lock, node, next);
+        else co_await c.store(next + Qnodes::kLocked, 4, 1, Order::release);
       }
     }
   }

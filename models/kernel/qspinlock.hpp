@@ -12,6 +12,9 @@
 // of whoever allocated it); the functions take it by address and read like
 // the kernel: `co_await queued_spin_lock(cpu, lock)`. The slow path's
 // prefetchw of the successor's node is left out.
+// A lock with a `cna` runs the same slow path with the CNA hooks in the
+// places the series puts them (models/kernel/cna.hpp): node init, the head's
+// wait for the lock word, the clear of the tail and the MCS hand-off.
 #pragma once
 
 #include <cstdint>
@@ -49,12 +52,16 @@ class Qnodes {
  public:
   /// struct mcs_spinlock field offsets and size.
   static constexpr Addr kNext = 0, kLocked = 8, kCount = 12, kNodeBytes = 16;
-  /// One cacheline of nodes per CPU of `topo`, homed on that CPU's node.
-  Qnodes(fabric::MemoryMap& mem, const topo::Topology& topo);
+  /// struct qnode with PARAVIRT_SPINLOCKS or CNA: 32 bytes (two lines of four nodes).
+  static constexpr Addr kWideNodeBytes = 32;
+  /// MAX_NODES nodes of `node_bytes` per CPU of `topo`, homed on that CPU's node.
+  Qnodes(fabric::MemoryMap& mem, const topo::Topology& topo, Addr node_bytes = kNodeBytes);
   /// per_cpu_ptr(&qnodes[idx].mcs, cpu).
   Addr node(int cpu, int idx) const {
-    return base_.at(static_cast<std::size_t>(cpu)) + static_cast<Addr>(idx) * kNodeBytes;
+    return base_.at(static_cast<std::size_t>(cpu)) + static_cast<Addr>(idx) * node_bytes_;
   }
+  /// The size of one node (16, or 32 with CNA).
+  Addr node_bytes() const { return node_bytes_; }
   /// decode_tail(tail): the node a tail code names.
   Addr decode_tail(std::uint32_t tail) const {
     return node(static_cast<int>(tail >> 18) - 1, static_cast<int>((tail >> 16) & 3));
@@ -62,12 +69,16 @@ class Qnodes {
 
  private:
   std::vector<Addr> base_;
+  Addr node_bytes_;
 };
+
+class Cna;
 
 /// A struct qspinlock: its 4-byte word and the per-CPU nodes its waiters queue on.
 struct Qspinlock {
   Addr val;              ///< the lock word
   const Qnodes* qnodes;  ///< the machine's qnodes (not owned)
+  Cna* cna = nullptr;    ///< the CNA slow path (numa_spinlock=on), or nullptr for the stock one (not owned)
 };
 
 /// queued_spin_lock: cmpxchg_acquire 0 -> locked, else queued_spin_lock_slowpath.

@@ -12,6 +12,8 @@
 //   qspinlock Linux qspinlock (kernel/locking/qspinlock.c, v5.9, NR_CPUS < 16K):
 //             cmpxchg fast path; a pending bit for the first waiter; an MCS queue
 //             of per-CPU nodes for the rest, each spinning on its own node.
+//   cna       the same qspinlock with CNA's NUMA-aware slow path (models/kernel/cna.hpp,
+//             the series' v11): the head prefers a waiter on its own node.
 // The threads start together, or each at a random time below `start_stagger`
 // (a FIFO lock keeps the turn order its first round set, so the stagger lets
 // the seed choose that order). The lock and the array are a module's globals: on the node of the first CPU
@@ -23,6 +25,7 @@
 #include <optional>
 
 #include "cohsim/sim/random.hpp"
+#include "models/kernel/cna.hpp"
 #include "models/kernel/qspinlock.hpp"
 #include "models/kernel/spinlock_kinds.hpp"
 #include "models/registry.hpp"
@@ -43,8 +46,9 @@ class Spinlock : public scenario::Workload {
  public:
   Spinlock(config::Reader p, Machine& m) : m_(m) {
     cpus_ = p.cpu_list("cpus", Spec{.doc = "CPUs of the contending threads", .def = "0,1,24,25"}, m.cpu_count());
-    lock_kind_ = p.choice("lock", Spec{.doc = "tas (glibc pthread spinlock), ticket (arm64 ticket lock) or qspinlock",
-                                       .def = "tas", .choices = {"tas", "ticket", "qspinlock"}});
+    lock_kind_ = p.choice("lock", Spec{.doc = "tas (glibc pthread spinlock), ticket (arm64 ticket lock), qspinlock or "
+                                              "cna (qspinlock with the CNA slow path)",
+                                       .def = "tas", .choices = {"tas", "ticket", "qspinlock", "cna"}});
     sections_ = p.integer("sections", Spec{.doc = "critical sections in total, over all threads", .def = 4000,
                                            .min = 1, .max = 1e8});
     array_bytes_ = p.size("array", Spec{.doc = "shared array the critical section flips bits in", .def = "1MiB",
@@ -61,11 +65,14 @@ class Spinlock : public scenario::Workload {
     home_node_ = static_cast<int>(p.integer(
         "home_node", Spec{.doc = "node of the lock and the array (-1: the node of the first CPU, which loaded the module)",
                           .def = -1, .min = -1, .max = nodes - 1.0}));
+    const kernel::CnaParams cna = kernel::read_cna_params(p, lock_kind_ == "cna");
     if (p.schema_mode()) return;
     if (home_node_ < 0) home_node_ = m.topology().node_of_cpu(cpus_.front());
     lock_ = m.memory().alloc(home_node_, 64, 64, fmt::format("spinlock.{}", lock_kind_));
     array_ = m.memory().alloc(home_node_, array_bytes_, 64, "spinlock.array");
     if (lock_kind_ == "qspinlock") qnodes_.emplace(m.memory(), m.topology());  // per-CPU, on each CPU's node
+    if (lock_kind_ == "cna")
+      cna_ = std::make_unique<kernel::KernelSpinlocks>(true, cna, m.fabric(), m.memory(), m.topology(), m.seed());
   }
 
   Results run() override {
@@ -128,12 +135,14 @@ class Spinlock : public scenario::Workload {
   Task<void> lock(Cpu& c) {
     if (lock_kind_ == "tas") return kernel::pthread_spin_lock(c, lock_);
     if (lock_kind_ == "ticket") return kernel::ticket_spin_lock(c, lock_);
+    if (cna_) return kernel::queued_spin_lock(c, cna_->lock(lock_));
     return kernel::queued_spin_lock(c, kernel::Qspinlock{lock_, &*qnodes_});
   }
 
   Task<void> unlock(Cpu& c) {
     if (lock_kind_ == "tas") return kernel::pthread_spin_unlock(c, lock_);
     if (lock_kind_ == "ticket") return kernel::ticket_spin_unlock(c, lock_);
+    if (cna_) return kernel::queued_spin_unlock(c, cna_->lock(lock_));
     return kernel::queued_spin_unlock(c, kernel::Qspinlock{lock_, &*qnodes_});
   }
 
@@ -147,6 +156,7 @@ class Spinlock : public scenario::Workload {
   int home_node_ = -1;
   Addr lock_ = 0, array_ = 0;
   std::optional<kernel::Qnodes> qnodes_;
+  std::unique_ptr<kernel::KernelSpinlocks> cna_;  ///< lock=cna: 32-byte qnodes and the CNA state
   std::int64_t taken_ = 0;
   int holder_ = -1;
   std::map<int, std::uint64_t> done_by_;
@@ -158,7 +168,7 @@ class Spinlock : public scenario::Workload {
 }  // namespace
 
 void register_spinlock(WorkloadTable& t) {
-  t.add("spinlock", "threads on `cpus` contend for one lock (tas | ticket | qspinlock) around a short critical section",
+  t.add("spinlock", "threads on `cpus` contend for one lock (tas | ticket | qspinlock | cna) around a short critical section",
         [](config::Reader p, Machine& m) { return std::make_unique<Spinlock>(p, m); },
         // Headline metrics (name, unit, lower is better), reported and plotted first.
         {{"ns_per_section", "ns", true}, {"total_ms", "ms", true}});

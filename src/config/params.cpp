@@ -180,7 +180,7 @@ void Reader::declare(std::string_view key, Kind kind, const Spec& s) {
     props[std::string(key)] = sourced_ && kind != Kind::boolean
                                   ? wrapped
                                   : json{{"description", std::string(s.doc)}, {"anyOf", {t, wrapped}}};
-  } else if (sourced_ && kind == Kind::choice) {  // a structural choice: bare, or sourced with its alternatives
+  } else if (kind == Kind::choice) {  // a structural choice: bare, or sourced with its alternatives
     json wrapped = {{"type", "object"},
                     {"description", std::string(s.doc)},
                     {"required", {"value", "source"}},
@@ -227,9 +227,10 @@ const json* Reader::value_of(std::string_view key, Kind kind, const Spec& s) {
   registry_->used[path] = (v.is_object() && v.contains("value")) ? v["value"] : v;
   // Platform numbers must carry their source; a platform switch (boolean)
   // may, in the same form; so may a workload number (one fitted to a
-  // calibration row says so, and validate and sensitivity read it).
+  // calibration row says so, and validate and sensitivity read it) and a
+  // workload mechanism (a structural choice with its alternatives).
   const bool with_source = sourced_ ? is_numeric_kind(kind) || ((kind == Kind::boolean || kind == Kind::choice) && v.is_object())
-                                    : is_numeric_kind(kind) && v.is_object();
+                                    : (is_numeric_kind(kind) || kind == Kind::choice) && v.is_object();
   if (!sourced_ && !with_source) record_workload_estimate(path, v, s);
   if (with_source) {
     if (!v.is_object() || !v.contains("value"))
