@@ -62,7 +62,8 @@ TEST_CASE("Unpinned locktorture writers spread over the nodes in turn, idle core
 }
 
 TEST_CASE("locktorture counts each acquisition once, per writer, with no overlap of holders", "[locktorture]") {
-  const auto r = run("locktorture-kunpeng920.json", "qspinlock", {{"threads", "8"}, {"duration", "\"40us\""}, {"warmup", "\"5us\""}});
+  const auto r = run("locktorture-kunpeng920.json", "qspinlock",
+                     {{"threads", "8"}, {"duration", "\"40us\""}, {"warmup", "\"5us\""}, {"epochs", "1"}, {"epoch_settle", "0"}});
   const double ops = r.get("ops");
   CHECK(ops > 20);
   CHECK(r.get("ops_min") * 8 <= ops);
@@ -77,7 +78,8 @@ TEST_CASE("locktorture counts each acquisition once, per writer, with no overlap
 }
 
 TEST_CASE("lock2 counts two operations per loop, as will-it-scale does", "[lock2]") {
-  const auto r = run("lock2-haswell-ex.json", "qspinlock", {{"threads", "4"}, {"duration", "\"20us\""}, {"warmup", "\"5us\""}});
+  const auto r = run("lock2-haswell-ex.json", "qspinlock",
+                     {{"threads", "4"}, {"duration", "\"20us\""}, {"warmup", "\"5us\""}, {"epochs", "1"}, {"epoch_settle", "0"}});
   CHECK(r.get("loops") > 20);
   CHECK(r.get("ops_per_us") == Approx(2 * r.get("loops") / 20.0));
   // All tasks are one lock owner: a lock either inserts an entry or merges into the one there.
@@ -86,7 +88,7 @@ TEST_CASE("lock2 counts two operations per loop, as will-it-scale does", "[lock2
 }
 
 TEST_CASE("Across sockets CNA makes most locktorture hand-offs stay on a node; the stock lock does not", "[locktorture][cna]") {
-  const std::vector<scenario::Override> sets{{"threads", "16"}, {"duration", "\"100us\""}, {"warmup", "\"50us\""}};
+  const std::vector<scenario::Override> sets{{"threads", "16"}, {"duration", "\"100us\""}, {"warmup", "\"50us\""}, {"epochs", "1"}};
   const auto stock = run("locktorture-kunpeng920.json", "qspinlock", sets);
   const auto cna = run("locktorture-kunpeng920.json", "cna", sets);
   CHECK(stock.get("local_handoff_share") < 0.5);

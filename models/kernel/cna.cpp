@@ -142,6 +142,10 @@ Task<void> cna_wait_head_or_lock(cpu::Cpu& c, Cna& cna, Qspinlock lock, Addr nod
     const std::uint64_t start = co_await c.load(node + Cna::kStartTime, 8);
     reached = start != 0 && c.sim().now() > static_cast<sim::Tick>(start) + cna.p_.time_threshold;
   }
+  if (cna.expire_) {
+    cna.expire_ = false;
+    reached = true;
+  }
   if (reached) {
     order = Cna::kFlush;
     ++cna.stats_.threshold_flushes;

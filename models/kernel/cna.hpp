@@ -88,6 +88,9 @@ class Cna {
   };
   const Stats& stats() const { return stats_; }
   const CnaParams& params() const { return p_; }
+  /// The next queue head finds the threshold reached (as at the 2^16-th intra-node hand-off):
+  /// a workload's way to go through several of CNA's preference epochs in a short run.
+  void expire_threshold() { expire_ = true; }
 
  private:
   friend Task<void> cna_init_node(cpu::Cpu& c, Cna& cna, Addr node);
@@ -102,6 +105,7 @@ class Cna {
   std::vector<std::uint32_t> partial_order_;  ///< per CPU: the head's scan result
   std::vector<std::uint64_t> skipped_;        ///< per CPU: waiters its scans passed over (for stats_.moved)
   Stats stats_;
+  bool expire_ = false;
 };
 
 /// The per-CPU qnodes of a machine's spinlocks and, with numa_spinlock=on, the CNA state they share.
@@ -116,6 +120,7 @@ class KernelSpinlocks {
   Qspinlock lock(Addr val) { return Qspinlock{val, &qnodes_, cna_ ? &*cna_ : nullptr}; }
   /// The CNA state, nullptr for the stock slow path.
   const Cna* cna() const { return cna_ ? &*cna_ : nullptr; }
+  Cna* cna() { return cna_ ? &*cna_ : nullptr; }
 
  private:
   Qnodes qnodes_;
