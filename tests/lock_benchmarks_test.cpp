@@ -87,7 +87,7 @@ TEST_CASE("lock2 counts two operations per loop, as will-it-scale does", "[lock2
   CHECK(r.get("flc_lock.exclusion_violations") == 0);
 }
 
-TEST_CASE("Across sockets CNA makes most locktorture hand-offs stay on a node; the stock lock does not", "[locktorture][cna]") {
+TEST_CASE("Across sockets CNA makes most locktorture hand-offs stay on a node and the stock lock does not", "[locktorture][cna]") {
   const std::vector<scenario::Override> sets{{"threads", "16"}, {"duration", "\"100us\""}, {"warmup", "\"50us\""}, {"epochs", "1"}};
   const auto stock = run("locktorture-kunpeng920.json", "qspinlock", sets);
   const auto cna = run("locktorture-kunpeng920.json", "cna", sets);
