@@ -77,14 +77,14 @@ class Lock2 : public scenario::Workload {
         Spec{.doc = "estimate: one fcntl(F_SETLKW) call's work outside flc_lock and file_lock besides its modelled "
                     "accesses (entry/exit with page-table isolation, copy of the flock, three slab allocations and "
                     "frees, the file_rwsem read side, security hook), core cycles",
-             .def = 1000, .min = 0, .max = 1e7, .estimate_range = {500, 2000}}));
+             .def = 1200, .min = 0, .max = 1e7, .estimate_range = {600, 2400}}));
     cs_cycles_ = static_cast<double>(p.integer(
         "cs_cycles", Spec{.doc = "estimate: posix_lock_inode's own work under flc_lock (the list walk, owner and "
                                  "range tests, the merge or the insert/delete bookkeeping), core cycles",
-                          .def = 60, .min = 0, .max = 1e6, .estimate_range = {30, 150}}));
+                          .def = 80, .min = 0, .max = 1e6, .estimate_range = {40, 200}}));
     recheck_cycles_ = static_cast<double>(p.integer(
         "recheck_cycles", Spec{.doc = "estimate: fcheck()'s own work under files->file_lock, core cycles", .def = 15,
-                               .min = 0, .max = 1e6, .estimate_range = {5, 40}}));
+                               .min = 0, .max = 1e6, .estimate_range = {8, 40}}));
     start_stagger_ = p.time(
         "start_stagger",
         Spec{.doc = "each thread starts at a random time below this (and the window opens after it): wide enough "

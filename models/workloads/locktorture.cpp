@@ -73,11 +73,11 @@ class Locktorture : public scenario::Workload {
     hold_cycles_ = static_cast<double>(p.integer(
         "hold_cycles", Spec{.doc = "estimate: torture_spin_lock_write_delay's own work while holding the lock (three "
                                    "torture_random() steps and three 64-bit remainders), core cycles",
-                            .def = 150, .min = 0, .max = 1e6, .estimate_range = {80, 320}}));
+                            .def = 140, .min = 0, .max = 1e6, .estimate_range = {40, 320}}));
     outside_cycles_ = static_cast<double>(p.integer(
         "outside_cycles", Spec{.doc = "estimate: the writer loop's work outside the lock besides its modelled "
                                       "accesses (the 2^-20 draw, the calls, preempt count), core cycles",
-                               .def = 40, .min = 0, .max = 1e6, .estimate_range = {20, 100}}));
+                               .def = 50, .min = 0, .max = 1e6, .estimate_range = {20, 120}}));
     start_stagger_ = p.time(
         "start_stagger",
         Spec{.doc = "each thread starts at a random time below this (and the window opens after it): wide enough "
