@@ -137,3 +137,26 @@ TEST_CASE("CNA prefers a waiter on the holder's node and the stock lock does not
   CHECK(local_share[false] < 0.5);
   CHECK(local_share[true] > 0.8);
 }
+
+TEST_CASE("With v15's time threshold the secondary queue is flushed once it is older than the threshold", "[cna]") {
+  // The same load as above: with the 2^16 count the two remote waiters wait until
+  // the local ones are done; with a 2 us age limit they get the lock within it.
+  std::map<bool, std::size_t> bypassed;
+  std::uint64_t flushes = 0;
+  for (bool by_time : {false, true}) {
+    CnaParams p;
+    if (by_time) {
+      p.threshold = CnaParams::Threshold::time;
+      p.time_threshold = 2 * sim::kUs;
+    }
+    CnaRig l("kunpeng920", true, p);
+    const std::vector<int> cpus{0, 1, 2, 3, 4, 5, 24, 25};
+    for (std::size_t i = 0; i < cpus.size(); ++i) l.loop(cpus[i], static_cast<Tick>(i) * 10 * kNs, 60, 40 * kNs, 5 * kNs);
+    l.r.run();
+    bypassed[by_time] = l.most_bypassed;
+    if (by_time) flushes = l.locks.cna()->stats().threshold_flushes;
+  }
+  INFO("most hand-offs sat through: count threshold " << bypassed[false] << ", time threshold " << bypassed[true]);
+  CHECK(flushes > 0);
+  CHECK(bypassed[true] * 3 < bypassed[false]);
+}
