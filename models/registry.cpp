@@ -16,6 +16,8 @@ const std::map<std::string, WorkloadInfo>& workloads() {
     models::register_ipi_latency(reg);
     models::register_locktorture(reg);
     models::register_lock2(reg);
+    models::register_tlb_madvise(reg);
+    models::register_swap_mt(reg);
     return t;
   }();
   return table;

@@ -34,5 +34,7 @@ void register_ipi_bench(WorkloadTable& t);
 void register_ipi_latency(WorkloadTable& t);
 void register_locktorture(WorkloadTable& t);
 void register_lock2(WorkloadTable& t);
+void register_tlb_madvise(WorkloadTable& t);
+void register_swap_mt(WorkloadTable& t);
 
 }  // namespace cohsim::models

@@ -73,6 +73,8 @@ SmpCall::SmpCall(scenario::Machine& m, irq::IpiController& ipi, SmpCallCosts cos
     }
   }
   ipi_.set_ipi_handler(call_vector_, [this](cpu::Cpu& c) { return flush_smp_call_function_queue(c); });
+  // x86 sysvec_call_function -> generic_smp_call_function_interrupt: the same queue.
+  if (x86_) ipi_.set_ipi_handler(kCallFunctionVector, [this](cpu::Cpu& c) { return flush_smp_call_function_queue(c); });
 }
 
 Addr SmpCall::register_function(std::function<Task<void>(cpu::Cpu&, std::uint64_t)> fn) {
@@ -84,6 +86,7 @@ Task<void> SmpCall::call(cpu::Cpu& c, Addr func, std::uint64_t info) {
   const Addr index = (func - kTextBase) / kTextStride;
   if (func < kTextBase || (func - kTextBase) % kTextStride != 0 || index >= functions_.size())
     throw sim::SimError(fmt::format("cpu{} called {:#x} from a csd: no such function", c.id(), func));
+  ++functions_run_;
   co_await c.compute(costs_.func_call);
   co_await functions_[static_cast<std::size_t>(index)](c, info);
 }
@@ -98,6 +101,7 @@ Task<int> SmpCall::smp_call_function_single(cpu::Cpu& c, int target, Addr func, 
     throw sim::SimError(fmt::format("smp_call_function_single to cpu {}: no such CPU", target));
   sim::TraceScope trace(c.sim().tracer(), c.id(), "smp_call_function_single", "kernel", c.sim().now());
   co_await c.compute(costs_.call_path);
+  const Tick t_csd = c.sim().now();
   if (wait) {
     co_await c.store(csd + CsdLayout::flags, 4, kCsdFlagLock | kCsdTypeSync);
   } else {
@@ -108,8 +112,11 @@ Task<int> SmpCall::smp_call_function_single(cpu::Cpu& c, int target, Addr func, 
   }
   co_await c.store(csd + CsdLayout::func, 8, func);
   co_await c.store(csd + CsdLayout::info, 8, info);
+  phases_.csd += c.sim().now() - t_csd;
   co_await generic_exec_single(c, target, csd);
+  const Tick t_wait = c.sim().now();
   if (wait) co_await csd_lock_wait(c, csd);
+  phases_.wait += c.sim().now() - t_wait;
   trace.finish(c.sim().now());
   co_return 0;
 }
@@ -131,8 +138,13 @@ Task<void> SmpCall::generic_exec_single(cpu::Cpu& c, int target, Addr csd) {
   if (dst == csd_dst_.end()) csd_dst_.emplace_back(csd, target);
   else dst->second = target;
   // __smp_call_single_queue: the IPI only when the queue was empty.
-  if (co_await llist_add(c, csd + CsdLayout::next, call_single_queue(target))) {
+  const Tick t_queue = c.sim().now();
+  const bool first = co_await llist_add(c, csd + CsdLayout::next, call_single_queue(target));
+  const Tick t_ipi = c.sim().now();
+  phases_.queue += t_ipi - t_queue;
+  if (first) {
     co_await send_call_function_single_ipi(c, target);
+    phases_.ipi += c.sim().now() - t_ipi;
   } else {
     ++queued_without_ipi_;
   }

@@ -10,6 +10,9 @@
 //   kernel/sched/idle.c     do_idle, default_idle_call (x86 idle loops)
 //   arch/x86/kernel/smp.c   native_send_call_func_single_ipi, sysvec_call_function_single
 //   arch/x86/include/asm/mwait.h  mwait_idle_with_hints (intel_idle)
+//   kernel/smp.c (v5.10)    smp_call_function_many_cond, on_each_cpu_cond_mask,
+//                           smpcfd_prepare_cpu (smp_call_many.cpp)
+//   arch/x86/kernel/smp.c   native_send_call_func_ipi (v5.10, the shorthand)
 // The interrupt controller is an irq::IpiController: the GICv3 on arm64,
 // the local APIC on x86.
 // Every shared access goes through the Cpu, so its cost comes from where the
@@ -47,6 +50,8 @@ inline constexpr std::uint64_t kCsdFlagLock = 0x01, kCsdTypeSync = 0x10;
 inline constexpr int kIpiCallFunc = 1;
 /// x86 CALL_FUNCTION_SINGLE_VECTOR (v5.17 arch/x86/include/asm/irq_vectors.h).
 inline constexpr int kCallFunctionSingleVector = 0xfb;
+/// x86 CALL_FUNCTION_VECTOR (arch/x86/include/asm/irq_vectors.h): smp_call_function_many's IPI.
+inline constexpr int kCallFunctionVector = 0xfc;
 /// x86 thread_info flags (v5.17 arch/x86/include/asm/thread_info.h).
 inline constexpr std::uint64_t kTifNeedResched = 1ull << 3, kTifPollingNrflag = 1ull << 21;
 
@@ -83,6 +88,33 @@ struct SmpCallCosts {
   Tick schedule_idle = 0; ///< x86 poll: schedule_idle() picking the idle task again
 };
 
+/// Where alloc_percpu put each sender's cfd csd area (smpcfd_prepare_cpu:
+/// cfd->csd = alloc_percpu(call_single_data_t), run as each CPU is brought
+/// up, CPU 0 first). The csd of sender s for target t is in t's percpu unit
+/// (t's node) at offset first_offset + s * (32 + gap), rounded up to the
+/// csd's alignment: 8 bytes before Linux 4.14 (struct call_single_data),
+/// its 32-byte size after (call_single_data_t, commit 966a967116e6).
+struct CfdPlacement {
+  bool align_to_size = true;  ///< csd_align=size (v4.14+) or none (8-byte aligned)
+  Addr first_offset = 0;      ///< offset of CPU 0's csd area in each percpu unit
+  Addr gap = 0;               ///< bytes other percpu allocations take between two CPUs' csd areas
+  /// The csd's alignment: 32 or 8 bytes.
+  Addr alignment() const { return align_to_size ? CsdLayout::bytes : 8; }
+  /// Offset in target t's percpu unit of sender s's csd for t.
+  Addr offset(int sender) const;
+};
+
+/// Where a sender's time goes in smp_call_function_single / _many_cond (sums over all calls).
+struct CallPhases {
+  Tick csd = 0;    ///< csd_lock and the csd's flags/func/info stores (its line or lines)
+  Tick queue = 0;  ///< llist_add to the targets' queues
+  Tick ipi = 0;    ///< the IPI send path (arch_send_call_function_*ipi*)
+  Tick wait = 0;   ///< csd_lock_wait: until the targets ran the function and released the csds
+};
+
+/// cond_func(cpu, info) of on_each_cpu_cond_mask, run by the sender for each target.
+using CallCond = std::function<Task<bool>(cpu::Cpu&, int target)>;
+
 /// llist_add(node, head): load first; store node->next = first; cmpxchg
 /// (fully ordered, CASAL with LSE) head->first from first to node; retry on
 /// failure. Returns true when the list was empty (v5.17 llist_add_batch).
@@ -109,6 +141,28 @@ class SmpCall {
   /// smp_call_function_single(target, func, info, wait) with the csd at `csd`
   /// (on the caller's stack). Returns 0.
   Task<int> smp_call_function_single(cpu::Cpu& c, int target, Addr func, std::uint64_t info, bool wait, Addr csd);
+  /// smpcfd_prepare_cpu for every CPU: per-CPU cfd_data (cpumask and
+  /// cpumask_ipi on the sender's node) and the csd areas where `placement`
+  /// puts them. Needed before smp_call_function_many_cond.
+  void prepare_cfd(const CfdPlacement& placement);
+  /// The cfd csd of sender `sender` for target `target` (in the target's percpu unit).
+  Addr cfd_csd(int sender, int target) const;
+  /// v5.10 smp_call_function_many_cond(mask, func, info, wait, cond): the
+  /// one-target shortcut (smp_call_function_single with `stack_csd`, the
+  /// caller's on-stack csd), else csd_lock, llist_add to each target's queue
+  /// for which cond holds, the IPI to the targets whose queue was empty
+  /// (arch_send_call_function_ipi_mask), and with `wait` csd_lock_wait on
+  /// each csd. Never runs `func` on the sender.
+  Task<void> smp_call_function_many_cond(cpu::Cpu& c, const std::vector<int>& mask, Addr func, std::uint64_t info,
+                                         bool wait, const CallCond& cond, Addr stack_csd);
+  /// v5.10 on_each_cpu_cond_mask: smp_call_function_many_cond, then `func`
+  /// on the sender with interrupts off if it is in `mask` and cond holds.
+  Task<void> on_each_cpu_cond_mask(cpu::Cpu& c, const std::vector<int>& mask, Addr func, std::uint64_t info,
+                                   bool wait, const CallCond& cond, Addr stack_csd);
+  /// x86 native_send_call_func_ipi: with the shorthand on (all present CPUs
+  /// booted, the v5.10 default) and the mask plus the sender the online
+  /// mask, one all-but-self ICR write; else the driver's send_IPI_mask.
+  void set_ipi_shorthand(bool on) { shorthand_ = on; }
   /// arm64 smp_cross_call -> gic_ipi_send_mask: barrier, one ICC_SGI1R write per cluster, isb.
   Task<void> gic_ipi_send_mask(cpu::Cpu& c, const std::vector<int>& targets, int intid);
   /// The idle loop of `cpu`, spawned as a daemon: arm64 do_idle -> cpu_do_idle
@@ -136,6 +190,16 @@ class SmpCall {
   std::uint64_t ipis_resent() const { return ipis_resent_; }
   /// Calls queued behind earlier entries, so without an IPI.
   std::uint64_t queued_without_ipi() const { return queued_without_ipi_; }
+  /// smp_call_function_many_cond calls that queued on two or more targets.
+  std::uint64_t many_calls() const { return many_calls_; }
+  /// Functions run through a csd: by a target's queue flush, or on the caller.
+  std::uint64_t functions_run() const { return functions_run_; }
+  /// IPI sends (ICR writes or SGI batches) of smp_call_function_many_cond.
+  std::uint64_t many_sends() const { return many_sends_; }
+  /// The senders' time by phase, all calls.
+  const CallPhases& phases() const { return phases_; }
+  /// Every cfd csd line (for line statistics), in no particular order.
+  const std::vector<Addr>& cfd_csd_lines() const { return cfd_lines_; }
 
  private:
   Task<void> generic_exec_single(cpu::Cpu& c, int target, Addr csd);
@@ -145,6 +209,10 @@ class SmpCall {
   void watchdog(int cpu);
   Task<void> resend_ipi(cpu::Cpu& c, int target);
   Task<void> call(cpu::Cpu& c, Addr func, std::uint64_t info);
+  /// csd_lock(csd): csd_lock_wait, flags |= LOCK, smp_wmb.
+  Task<void> csd_lock(cpu::Cpu& c, Addr csd);
+  /// arch_send_call_function_ipi_mask(mask) from `c`.
+  Task<void> send_call_function_ipi_mask(cpu::Cpu& c, const std::vector<int>& mask);
   /// __flush_smp_call_function_queue(true): the IPI_CALL_FUNC handler.
   Task<void> flush_smp_call_function_queue(cpu::Cpu& c);
   Task<void> idle_loop(cpu::Cpu& c);
@@ -168,6 +236,18 @@ class SmpCall {
   std::vector<Addr> rq_idle_;     ///< x86: per CPU, cpu_rq(cpu)->idle
   std::vector<std::function<Task<void>(cpu::Cpu&, std::uint64_t)>> functions_;
   std::uint64_t ipis_sent_ = 0, queued_without_ipi_ = 0, woken_without_ipi_ = 0;
+  std::uint64_t many_calls_ = 0, functions_run_ = 0, many_sends_ = 0;
+  bool shorthand_ = true;
+  CallPhases phases_;
+  /// smpcfd_prepare_cpu: per sender its cfd_data (cpumask, cpumask_ipi words); per target its csd unit.
+  struct Cfd {
+    Addr cpumask = 0, cpumask_ipi = 0;
+  };
+  std::vector<Cfd> cfd_;
+  std::vector<Addr> csd_units_;  ///< per target CPU: the start of its percpu unit's csd areas
+  CfdPlacement placement_;
+  std::vector<Addr> offsets_;  ///< per sender: its csd's offset in every unit
+  std::vector<Addr> cfd_lines_;
   /// The csd lock watchdog's view of one CPU's csd_lock_wait.
   struct CsdWait {
     bool waiting = false;

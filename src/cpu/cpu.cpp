@@ -35,6 +35,18 @@ CpuParams::CpuParams(config::Reader r) {
     lfence_cost = r.time("lfence", Spec{.doc = "LFENCE cost", .def = "0", .max = 1e6});
     sfence_cost = r.time("sfence", Spec{.doc = "SFENCE cost", .def = "0", .max = 1e6});
     tsc_read = r.time("tsc_read", Spec{.doc = "rdtsc and the TSC clocksource's read function (core-local)", .max = 1e6});
+    // The TLB shootdown model's costs; a platform without them cannot run it
+    // (the model says so at load), every other model ignores them.
+    if (r.has("invlpg") || r.has("tlb_flush_full") || r.schema_mode()) {
+      invlpg = r.time("invlpg", Spec{.doc = "x86: INVLPG of one user page (with PTI both PCIDs), core-local",
+                                     .max = 1e7});
+      tlb_flush_full = r.time(
+          "tlb_flush_full",
+          Spec{.doc = "x86: a full TLB flush of the current PCID (CR3 reload, non-global entries) and the page walks "
+                      "that refill the entries the task uses next, core-local",
+               .max = 1e8});
+      has_tlb_costs = true;
+    }
   }
   irq_entry = r.time("irq_entry", Spec{.doc = "exception entry to the first handler instruction", .max = 1e7});
   irq_exit = r.time("irq_exit", Spec{.doc = "exception return", .max = 1e7});

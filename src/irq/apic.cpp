@@ -21,6 +21,12 @@ ApicParams::ApicParams(config::Reader r, const topo::Topology& t) {
   mode = r.choice("mode", Spec{.doc = "local APIC mode the firmware hands over: x2apic (MSR access) or xapic (MMIO "
                                       "page, 8-bit APIC IDs)",
                                .choices = {"x2apic", "xapic"}});
+  x2apic_dest = r.choice(
+      "x2apic_dest",
+      Spec{.doc = "x2APIC: the kernel's driver for an IPI to several CPUs: cluster (x2apic_cluster, one logical-mode "
+                  "ICR write per 16-CPU cluster) or physical (x2apic_phys, one ICR write per CPU); a single-CPU IPI "
+                  "is one ICR write either way",
+           .def = "cluster", .choices = {"cluster", "physical"}});
   icr_wrmsr = r.time("icr_wrmsr", Spec{.doc = "x2APIC: WRMSR to the ICR (0x830) until the IPI message leaves the core",
                                        .max = 1e7});
   eoi_wrmsr = r.time("eoi_wrmsr", Spec{.doc = "x2APIC: WRMSR to EOI (0x80B)", .max = 1e7});
@@ -43,7 +49,8 @@ ApicParams::ApicParams(config::Reader r, const topo::Topology& t) {
 }
 
 Apic::Apic(const ApicParams& params, fabric::Interconnect& icn, std::vector<cpu::Cpu*> cpus, bool x2apic)
-    : p_(params), icn_(icn), sim_(cpus.at(0)->sim()), cpus_(std::move(cpus)), x2apic_(x2apic) {
+    : p_(params), icn_(icn), sim_(cpus.at(0)->sim()), cpus_(std::move(cpus)), x2apic_(x2apic),
+      dest_mode_(params.x2apic_dest == "physical" ? X2apicDestMode::physical : X2apicDestMode::cluster) {
   if (static_cast<int>(cpus_.size()) != icn_.topology().cpu_count())
     throw sim::SimError(fmt::format("APIC: {} CPUs given, the topology has {}", cpus_.size(),
                                     icn_.topology().cpu_count()));
@@ -74,7 +81,50 @@ Task<void> Apic::x2apic_send_ipi(cpu::Cpu& c, const std::vector<int>& targets, i
   // __x2apic_send_IPI_dest -> native_x2apic_icr_write per destination.
   co_await c.mfence();
   co_await c.lfence();
-  for (int t : targets) co_await wrmsr(c, kMsrX2apicIcr, x2apic_icr(apic_id(t), vector));
+  if (dest_mode_ == X2apicDestMode::physical || targets.size() == 1) {
+    // x2apic_cluster.c x2apic_send_IPI (one CPU) writes its logical ID: one
+    // ICR write to one APIC either way.
+    for (int t : targets) co_await wrmsr(c, kMsrX2apicIcr, x2apic_icr(apic_id(t), vector));
+    co_return;
+  }
+  // v5.10 x2apic_cluster.c __x2apic_send_IPI_mask: local_irq_save; copy the
+  // mask to the per-CPU ipi_mask; for each CPU left in it, OR the logical IDs
+  // of its cluster's CPUs in the mask, one WRMSR, drop the cluster; restore.
+  const bool were_enabled = c.interrupts_enabled();
+  c.local_irq_disable();
+  std::vector<std::uint32_t> dests;  // per cluster, in the order first met
+  std::vector<std::uint32_t> clusters;
+  for (int t : targets) {
+    const std::uint32_t cl = apic_id(t) / kX2apicClusterSize;
+    std::size_t k = 0;
+    while (k < clusters.size() && clusters[k] != cl) ++k;
+    if (k == clusters.size()) {
+      clusters.push_back(cl);
+      dests.push_back(0);
+    }
+    dests[k] |= x2apic_logical_id(apic_id(t));
+  }
+  for (std::uint32_t d : dests)
+    co_await wrmsr(c, kMsrX2apicIcr, (static_cast<std::uint64_t>(d) << 32) | icr_low(vector) | kIcrDestLogical);
+  if (were_enabled) co_await c.local_irq_enable();
+}
+
+Task<void> Apic::send_ipi_allbutself(cpu::Cpu& c, int vector, int /*cpu_count*/) {
+  // v5.10 x2apic_send_IPI_allbutself -> __x2apic_send_IPI_shorthand(vector,
+  // APIC_DEST_ALLBUT): weak_wrmsr_fence, one ICR write. xAPIC
+  // default_send_IPI_allbutself -> __default_send_IPI_shorthand: wait for the
+  // ICR idle, one ICR write (no ICR2).
+  if (x2apic_) {
+    co_await c.mfence();
+    co_await c.lfence();
+    co_await wrmsr(c, kMsrX2apicIcr, icr_low(vector) | kIcrAllButSelf);
+    co_return;
+  }
+  const bool were_enabled = c.interrupts_enabled();
+  c.local_irq_disable();
+  while (co_await mmio_read(c, kApicIcr) & kIcrBusy) ++stats_.busy_reads;
+  co_await mmio_write(c, kApicIcr, icr_low(vector) | kIcrAllButSelf);
+  if (were_enabled) co_await c.local_irq_enable();
 }
 
 Task<void> Apic::xapic_send_ipi(cpu::Cpu& c, const std::vector<int>& targets, int vector) {
@@ -97,7 +147,7 @@ Task<void> Apic::wrmsr(cpu::Cpu& c, std::uint32_t msr, std::uint64_t value) {
   if (!x2apic_) throw sim::SimError(fmt::format("cpu{}: WRMSR {:#x} in xAPIC mode (#GP)", c.id(), msr));
   if (msr == kMsrX2apicIcr) {
     co_await sim_.delay(p_.icr_wrmsr);
-    send_message(c.id(), static_cast<std::uint32_t>(value >> 32), static_cast<int>(value & 0xFF), sim_.now());
+    icr_write(c.id(), static_cast<std::uint32_t>(value >> 32), static_cast<std::uint32_t>(value), sim_.now());
   } else if (msr == kMsrX2apicEoi) {
     co_await sim_.delay(p_.eoi_wrmsr);
     CpuState& s = state(c.id());
@@ -134,7 +184,7 @@ Task<void> Apic::mmio_write(cpu::Cpu& c, std::uint32_t reg, std::uint32_t value)
     if (icr_busy(c.id()))
       throw sim::SimError(fmt::format("cpu{}: ICR written while busy (the driver waits for idle)", c.id()));
     s.icr_busy_until = sim_.now() + p_.icr_busy;
-    send_message(c.id(), s.icr2 >> 24, static_cast<int>(value & 0xFF), s.icr_busy_until);
+    icr_write(c.id(), s.icr2 >> 24, value, s.icr_busy_until);
   } else if (reg == kApicEoi) {
     const int v = highest(s.isr);
     if (v >= 0) s.isr.reset(static_cast<std::size_t>(v));
@@ -152,13 +202,38 @@ Task<void> Apic::eoi(cpu::Cpu& c) {
   else co_await mmio_write(c, kApicEoi, 0);
 }
 
-void Apic::send_message(int source, std::uint32_t dest, int vector, Tick leave) {
-  if (dest >= cpus_.size())
-    throw sim::SimError(fmt::format("cpu{}: IPI to APIC ID {}: no such APIC", source, dest));
+void Apic::icr_write(int source, std::uint32_t dest, std::uint32_t low, Tick leave) {
+  const int vector = static_cast<int>(low & 0xFF);
   if (vector < kFirstIpiVector) throw sim::SimError(fmt::format("cpu{}: IPI vector {} < 32", source, vector));
   ++stats_.icr_writes;
+  const int n = static_cast<int>(cpus_.size());
+  if ((low & kIcrAllButSelf) == kIcrAllButSelf) {
+    for (int t = 0; t < n; ++t)
+      if (t != source) send_message(source, t, vector, leave);
+    return;
+  }
+  if ((low & kIcrAllButSelf) != 0)
+    throw sim::SimError(fmt::format("cpu{}: ICR shorthand {:#x}: not modelled", source, low & kIcrAllButSelf));
+  if (low & kIcrDestLogical) {
+    if (!x2apic_) throw sim::SimError(fmt::format("cpu{}: xAPIC logical destination: not modelled", source));
+    // x2APIC logical: cluster in bits 31..16, a bitmap of its 16 APICs below.
+    const std::uint32_t cluster = dest >> 16;
+    for (int b = 0; b < kX2apicClusterSize; ++b) {
+      if (!(dest & (1u << b))) continue;
+      const std::uint32_t id = cluster * kX2apicClusterSize + static_cast<std::uint32_t>(b);
+      if (id >= cpus_.size())
+        throw sim::SimError(fmt::format("cpu{}: IPI to logical ID {:#x}: no APIC {}", source, dest, id));
+      send_message(source, static_cast<int>(id), vector, leave);
+    }
+    return;
+  }
+  if (dest >= cpus_.size())
+    throw sim::SimError(fmt::format("cpu{}: IPI to APIC ID {}: no such APIC", source, dest));
+  send_message(source, static_cast<int>(dest), vector, leave);
+}
+
+void Apic::send_message(int source, int target, int vector, Tick leave) {
   const Tick issued = sim_.now();
-  const int target = static_cast<int>(dest);
   const Tick at = icn_.send(icn_.cpu_endpoint(source), icn_.cpu_endpoint(target), leave) + p_.delivery;
   std::size_t slot;
   if (free_slots_.empty()) {

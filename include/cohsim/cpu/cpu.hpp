@@ -94,6 +94,9 @@ struct CpuParams {
   Tick dsb_cost = 0, dmb_cost = 0, isb_cost = 0;  ///< arm64 barrier pipeline costs
   Tick mfence_cost = 0, lfence_cost = 0, sfence_cost = 0;  ///< x86 fence pipeline costs
   Tick tsc_read = 0;            ///< x86: rdtsc, the TSC clocksource's read (core-local)
+  bool has_tlb_costs = false;   ///< x86: the platform gives invlpg and tlb_flush_full
+  Tick invlpg = 0;              ///< x86: INVLPG of one user page (core-local)
+  Tick tlb_flush_full = 0;      ///< x86: full flush of the current PCID and the refill that follows (core-local)
   Tick wfe_event_stream = 0;    ///< arm64 event stream period waking WFE (0 = off)
   bool outer_shareable_is_full_system = true;  ///< arm64: osh barriers wait like sy (else like ish, plus MMIO)
   int system_write_entries = 0;   ///< arm64: lines the write-through buffer to the die's L3 holds (0: none)

@@ -5,6 +5,13 @@
 //     then one WRMSR to the ICR (MSR 0x830: destination APIC ID in bits
 //     63..32, vector and delivery mode in the low half); no busy polling.
 //     EOI: WRMSR 0x80B.
+//   x2APIC cluster mode (v5.10 x2apic_cluster.c __x2apic_send_IPI_mask):
+//     weak_wrmsr_fence, interrupts off, then one WRMSR per 16-CPU cluster of
+//     the mask with the OR of the targets' logical IDs (cluster << 16 | 1 <<
+//     (APIC ID & 15)) and the logical destination mode; the message reaches
+//     every APIC of the cluster whose bit is set.
+//   shorthand (v5.10 __x2apic_send_IPI_shorthand, __default_send_IPI_shorthand):
+//     one ICR write with destination shorthand "all excluding self".
 //   xAPIC (ipi.c __default_send_IPI_dest_field, interrupts off around it):
 //     read the ICR (MMIO 0x300) until its delivery-status bit is clear, write
 //     ICR2 (0x310, destination in bits 31..24), write the ICR (0x300) to
@@ -43,6 +50,10 @@ inline constexpr std::uint32_t kMsrX2apicIcr = 0x830, kMsrX2apicEoi = 0x80B;
 inline constexpr std::uint32_t kApicIcr = 0x300, kApicIcr2 = 0x310, kApicEoi = 0xB0;
 /// ICR delivery status (send pending), bit 12.
 inline constexpr std::uint32_t kIcrBusy = 1u << 12;
+/// ICR destination mode logical (bit 11) and shorthand "all excluding self" (bits 19..18 = 11).
+inline constexpr std::uint32_t kIcrDestLogical = 1u << 11, kIcrAllButSelf = 3u << 18;
+/// CPUs per x2APIC logical cluster (the logical ID's 16-bit bitmap).
+inline constexpr int kX2apicClusterSize = 16;
 /// Vectors below 32 are exceptions; an IPI vector is 32..255.
 inline constexpr int kFirstIpiVector = 32, kVectorCount = 256;
 /// The largest destination an xAPIC ICR2 holds (8 bits).
@@ -54,12 +65,21 @@ inline std::uint32_t icr_low(int vector) { return static_cast<std::uint32_t>(vec
 inline std::uint64_t x2apic_icr(std::uint32_t dest, int vector) {
   return (static_cast<std::uint64_t>(dest) << 32) | icr_low(vector);
 }
+/// x2APIC logical ID of APIC ID `id` (x2apic_cluster.c: cluster in bits 31..16, one bit of 16 below).
+inline std::uint32_t x2apic_logical_id(std::uint32_t id) {
+  return ((id / kX2apicClusterSize) << 16) | (1u << (id % kX2apicClusterSize));
+}
 /// xAPIC ICR2 value (SET_XAPIC_DEST_FIELD): the 8-bit destination in bits 31..24 (ICR bits 63..56).
 inline std::uint32_t xapic_icr2(std::uint32_t dest) { return (dest & kXapicMaxApicId) << 24; }
+
+/// Which x2APIC driver the kernel runs: x2apic_phys (one ICR write per
+/// target) or x2apic_cluster (one per cluster of the mask, logical mode).
+enum class X2apicDestMode { physical, cluster };
 
 /// The "apic" section of a platform.
 struct ApicParams {
   std::string mode;        ///< "x2apic" | "xapic": what the firmware hands the kernel
+  std::string x2apic_dest; ///< "cluster" | "physical": the kernel's x2APIC driver for multi-CPU sends
   Tick icr_wrmsr = 0;      ///< x2APIC: WRMSR 0x830 until the message leaves the core
   Tick eoi_wrmsr = 0;      ///< x2APIC: WRMSR 0x80B
   Tick mmio_read = 0;      ///< xAPIC: one UC read of an APIC register
@@ -73,7 +93,7 @@ struct ApicParams {
 
 /// Counters of all local APICs.
 struct ApicStats {
-  std::uint64_t icr_writes = 0;   ///< IPIs sent (ICR writes)
+  std::uint64_t icr_writes = 0;   ///< ICR writes (one per target in physical mode; per cluster or shorthand else)
   std::uint64_t icr_reads = 0;    ///< xAPIC ICR reads while waiting for idle
   std::uint64_t busy_reads = 0;   ///< ICR reads that found the previous IPI still pending
   std::uint64_t delivered = 0;    ///< messages accepted by a target APIC
@@ -102,6 +122,11 @@ class Apic : public IpiController {
 
   /// The driver's send_IPI / send_IPI_mask for one vector (x2APIC or xAPIC path above).
   Task<void> send_ipi(cpu::Cpu& source, const std::vector<int>& targets, int vector) override;
+  /// apic->send_IPI_allbutself: one ICR write with the all-excluding-self shorthand.
+  Task<void> send_ipi_allbutself(cpu::Cpu& source, int vector, int cpu_count) override;
+  /// The x2APIC driver's destination mode for masks (the platform's x2apic_dest unless set).
+  void set_x2apic_dest_mode(X2apicDestMode m) { dest_mode_ = m; }
+  X2apicDestMode x2apic_dest_mode() const { return dest_mode_; }
   /// The handler of `vector`, run after the EOI (sysvec handlers ack first).
   void set_ipi_handler(int vector, IpiHandler handler) override;
 
@@ -138,8 +163,11 @@ class Apic : public IpiController {
   };
   const CpuState& state(int cpu) const { return cpu_state_[static_cast<std::size_t>(cpu)]; }
   CpuState& state(int cpu) { return cpu_state_[static_cast<std::size_t>(cpu)]; }
-  /// The ICR write: the message leaves `source` at `leave` toward the APIC named `dest`.
-  void send_message(int source, std::uint32_t dest, int vector, Tick leave);
+  /// An ICR write with low half `low` and destination `dest`: one message per
+  /// APIC it names (physical, logical or shorthand), leaving `source` at `leave`.
+  void icr_write(int source, std::uint32_t dest, std::uint32_t low, Tick leave);
+  /// One interrupt message from `source` to CPU `target`, leaving at `leave`.
+  void send_message(int source, int target, int vector, Tick leave);
   static void deliver_event(void* ctx, std::uint64_t slot);
   void deliver(std::size_t slot);
   /// Signals INTR when the highest requested priority class beats the one in service.
@@ -153,6 +181,7 @@ class Apic : public IpiController {
   sim::Simulator& sim_;
   std::vector<cpu::Cpu*> cpus_;
   bool x2apic_;
+  X2apicDestMode dest_mode_;
   std::vector<CpuState> cpu_state_;
   std::vector<Message> messages_;
   std::vector<std::size_t> free_slots_;

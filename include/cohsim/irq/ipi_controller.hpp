@@ -28,6 +28,14 @@ class IpiController {
   /// The irqchip driver's send path, barriers included: IPI `vector` from
   /// `source` to every CPU in `targets`. Returns when the source CPU may go on.
   virtual sim::Task<void> send_ipi(cpu::Cpu& source, const std::vector<int>& targets, int vector) = 0;
+  /// The driver's send to every CPU but `source` (x86: the ICR shorthand);
+  /// by default send_ipi to each of them.
+  virtual sim::Task<void> send_ipi_allbutself(cpu::Cpu& source, int vector, int cpu_count) {
+    std::vector<int> others;
+    for (int c = 0; c < cpu_count; ++c)
+      if (c != source.id()) others.push_back(c);
+    co_await send_ipi(source, others, vector);
+  }
   /// The handler of `vector` on every CPU.
   virtual void set_ipi_handler(int vector, IpiHandler handler) = 0;
 };
