@@ -101,7 +101,7 @@ Task<int> SmpCall::smp_call_function_single(cpu::Cpu& c, int target, Addr func, 
     throw sim::SimError(fmt::format("smp_call_function_single to cpu {}: no such CPU", target));
   sim::TraceScope trace(c.sim().tracer(), c.id(), "smp_call_function_single", "kernel", c.sim().now());
   co_await c.compute(costs_.call_path);
-  const Tick t_csd = c.sim().now();
+  const Tick t_csd = own_time(c);
   if (wait) {
     co_await c.store(csd + CsdLayout::flags, 4, kCsdFlagLock | kCsdTypeSync);
   } else {
@@ -112,11 +112,11 @@ Task<int> SmpCall::smp_call_function_single(cpu::Cpu& c, int target, Addr func, 
   }
   co_await c.store(csd + CsdLayout::func, 8, func);
   co_await c.store(csd + CsdLayout::info, 8, info);
-  phases_.csd += c.sim().now() - t_csd;
+  phases_.csd += own_time(c) - t_csd;
   co_await generic_exec_single(c, target, csd);
-  const Tick t_wait = c.sim().now();
+  const Tick t_wait = own_time(c);
   if (wait) co_await csd_lock_wait(c, csd);
-  phases_.wait += c.sim().now() - t_wait;
+  phases_.wait += own_time(c) - t_wait;
   trace.finish(c.sim().now());
   co_return 0;
 }
@@ -138,13 +138,13 @@ Task<void> SmpCall::generic_exec_single(cpu::Cpu& c, int target, Addr csd) {
   if (dst == csd_dst_.end()) csd_dst_.emplace_back(csd, target);
   else dst->second = target;
   // __smp_call_single_queue: the IPI only when the queue was empty.
-  const Tick t_queue = c.sim().now();
+  const Tick t_queue = own_time(c);
   const bool first = co_await llist_add(c, csd + CsdLayout::next, call_single_queue(target));
-  const Tick t_ipi = c.sim().now();
+  const Tick t_ipi = own_time(c);
   phases_.queue += t_ipi - t_queue;
   if (first) {
     co_await send_call_function_single_ipi(c, target);
-    phases_.ipi += c.sim().now() - t_ipi;
+    phases_.ipi += own_time(c) - t_ipi;
   } else {
     ++queued_without_ipi_;
   }

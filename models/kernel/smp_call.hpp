@@ -104,13 +104,18 @@ struct CfdPlacement {
   Addr offset(int sender) const;
 };
 
-/// Where a sender's time goes in smp_call_function_single / _many_cond (sums over all calls).
+/// Where a sender's time goes in smp_call_function_single / _many_cond (sums over all calls,
+/// interrupts taken meanwhile left out).
 struct CallPhases {
   Tick csd = 0;    ///< csd_lock and the csd's flags/func/info stores (its line or lines)
   Tick queue = 0;  ///< llist_add to the targets' queues
   Tick ipi = 0;    ///< the IPI send path (arch_send_call_function_*ipi*)
   Tick wait = 0;   ///< csd_lock_wait: until the targets ran the function and released the csds
 };
+
+/// A CPU's clock less the time it spent in interrupts: phase times of CallPhases exclude the
+/// interrupts a sender takes meanwhile (a sender that is also a target runs others' calls there).
+inline Tick own_time(cpu::Cpu& c) { return c.sim().now() - c.stats().interrupt_time; }
 
 /// cond_func(cpu, info) of on_each_cpu_cond_mask, run by the sender for each target.
 using CallCond = std::function<Task<bool>(cpu::Cpu&, int target)>;

@@ -107,7 +107,7 @@ Task<void> SmpCall::smp_call_function_many_cond(cpu::Cpu& c, const std::vector<i
   for (int t : others) {
     const Addr csd = cfd_csd(self, t);
     if (cond && !(co_await cond(c, t))) continue;
-    const Tick t_csd = c.sim().now();
+    const Tick t_csd = own_time(c);
     co_await csd_lock(c, csd);
     if (wait) co_await c.store(csd + CsdLayout::flags, 4, kCsdFlagLock | kCsdTypeSync);
     co_await c.store(csd + CsdLayout::func, 8, func);
@@ -115,10 +115,10 @@ Task<void> SmpCall::smp_call_function_many_cond(cpu::Cpu& c, const std::vector<i
     auto dst = std::find_if(csd_dst_.begin(), csd_dst_.end(), [csd](const auto& e) { return e.first == csd; });
     if (dst == csd_dst_.end()) csd_dst_.emplace_back(csd, t);
     else dst->second = t;
-    const Tick t_queue = c.sim().now();
+    const Tick t_queue = own_time(c);
     phases_.csd += t_queue - t_csd;
     const bool first = co_await llist_add(c, csd + CsdLayout::next, call_single_queue(t));
-    phases_.queue += c.sim().now() - t_queue;
+    phases_.queue += own_time(c) - t_queue;
     if (first) {
       // __cpumask_set_cpu(cpu, cfd->cpumask_ipi): a plain read-modify-write.
       const std::size_t w = static_cast<std::size_t>(t / 64);
@@ -129,13 +129,13 @@ Task<void> SmpCall::smp_call_function_many_cond(cpu::Cpu& c, const std::vector<i
       ++queued_without_ipi_;
     }
   }
-  const Tick t_ipi = c.sim().now();
+  const Tick t_ipi = own_time(c);
   co_await send_call_function_ipi_mask(c, ipi);
-  const Tick t_wait = c.sim().now();
+  const Tick t_wait = own_time(c);
   phases_.ipi += t_wait - t_ipi;
   if (wait)
     for (int t : others) co_await csd_lock_wait(c, cfd_csd(self, t));
-  phases_.wait += c.sim().now() - t_wait;
+  phases_.wait += own_time(c) - t_wait;
   trace.finish(c.sim().now());
 }
 
