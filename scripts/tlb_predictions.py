@@ -105,7 +105,8 @@ def madvise(a):
     print("|---|---|---|---|---|---|---|---|---|---|")
     for cpus in ["0", "0,1", "0-3", "0,18", "0,18,36,54"]:
         n = len(cpus.split(",")) if "-" not in cpus else 4
-        by = compare(scen, [f"threads={n}", f"cpus={cpus}"] + a.set, 1)
+        sets = [f"threads={n}"] + ([f"cpus={cpus}"] if n > 1 else [])  # "0" alone would be a count
+        by = compare(scen, sets + a.set, 1)
         al, un = by["csd-aligned"][0], by["csd-unaligned"][0]
         print(f"| {n} | {cpus} | {al['ns_per_iteration']:.0f} | {un['ns_per_iteration']:.0f} | "
               f"{al['csd_lines_per_shootdown']:.1f} | {al['ipis_per_shootdown']:.1f} | "

@@ -277,3 +277,17 @@ TEST_CASE("a TLB workload on a platform without the flush costs is a config erro
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains("platform.cpu.invlpg"));
 }
+
+TEST_CASE("compare of the swap-mt csd variants writes a report with the csd lines moved per shootdown",
+          "[tlb][cli]") {
+  test::TempDir dir;
+  const test::CliResult r = test::run_cli(
+      "compare " + test::quoted(test::source_path("configs/scenarios/swap-mt-skylake.json")) +
+      " --variants csd-aligned,csd-unaligned --set threads=4 --set duration=300us --set warmup=150us --report " +
+      test::quoted(dir.file("rep")));
+  REQUIRE(r.exit_code == 0);
+  std::ifstream md(dir.file("rep/report.md"));
+  const std::string text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Contains("csd_lines_per_shootdown"));
+  CHECK_THAT(text, Catch::Contains("csd-unaligned"));
+}
