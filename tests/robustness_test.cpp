@@ -34,6 +34,8 @@ const std::map<std::string, std::vector<scenario::Override>>& small_size_overrid
       {"locktorture", {{"threads", "8"}, {"duration", "\"20us\""}, {"warmup", "\"5us\""}}},
       {"lock2", {{"threads", "8"}, {"duration", "\"20us\""}, {"warmup", "\"5us\""}}},
       {"aim7-compute", {{"duration", "\"2ms\""}, {"warmup", "\"1ms\""}}},
+      {"madvise-dontneed", {{"iterations", "20"}, {"warmup_iterations", "2"}}},
+      {"swap-mt", {{"threads", "4"}, {"duration", "\"300us\""}, {"warmup", "\"150us\""}}},
   };
   return m;
 }

@@ -93,7 +93,7 @@ TEST_CASE("with wait the sender returns only after every target has run the func
   for (int t : targets) CHECK((r.m->fabric().peek(r.smp->cfd_csd(0, t) + CsdLayout::flags, 4) & 1) == 0);
 }
 
-TEST_CASE("an IPI goes only to a target whose call queue was empty; a second sender queues behind without one",
+TEST_CASE("an IPI goes only to a target whose call queue was empty, a second sender queues behind without one",
           "[tlb][smp_many]") {
   Rig r;
   // Targets 2 and 3 run with interrupts off for 3 us: the first sender's
@@ -222,7 +222,7 @@ TEST_CASE("a flush of 33 pages is one INVLPG per page on each CPU of the mm, of 
   }
 }
 
-TEST_CASE("a lazy CPU of the mm gets no IPI and no flush; with one non-lazy target the single-CPU call is used",
+TEST_CASE("a lazy CPU of the mm gets no IPI and no flush, with one non-lazy target the single-CPU call is used",
           "[tlb]") {
   TlbRig r({0, 1, 2}, {2});
   const std::uint64_t ipis = r.smp->ipis_sent();
