@@ -52,7 +52,7 @@ def compare(scenario, sets, seeds, platform=None):
         for s in sets:
             args += ["--set", s]
         if platform:
-            args += ["--platforms", platform]
+            args += ["--platform", platform]
         run(args)
         with open(out) as f:
             doc = json.load(f)
