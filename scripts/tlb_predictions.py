@@ -84,12 +84,18 @@ def swap(a):
     if a.sensitivity:
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "s.json")
-            args = ["sensitivity", scen, "--variants", VARIANTS, "--set", f"threads={a.sensitivity}",
+            sens_scen = scen
+            if a.platform:  # sensitivity takes no --platform: a copy of the scenario names it
+                with open(os.path.join(ROOT, scen)) as f:
+                    doc = json.load(f)
+                doc["platform"] = os.path.abspath(os.path.join(ROOT, a.platform))
+                sens_scen = os.path.join(d, "scenario.json")
+                with open(sens_scen, "w") as f:
+                    json.dump(doc, f)
+            args = ["sensitivity", sens_scen, "--variants", VARIANTS, "--set", f"threads={a.sensitivity}",
                     "--screen-set", "duration=1ms", "--screen-set", "warmup=300us", "--json", out]
             for s in a.set:
                 args += ["--set", s]
-            if a.platform:
-                args += ["--platform", a.platform]
             text = run(args, allow_failed_inputs=True)
             with open(out) as f:
                 doc = json.load(f)
