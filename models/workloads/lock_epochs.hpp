@@ -13,10 +13,46 @@
 #include <cstdint>
 #include <vector>
 
+#include "cohsim/config/params.hpp"
 #include "cohsim/sim/simulator.hpp"
 #include "models/workloads/measurement_window.hpp"
 
 namespace cohsim::models {
+
+/// When the threads start and what is measured: the lock benchmarks' shared parameters.
+struct LockRunTiming {
+  sim::Tick start_stagger = 0, warmup = 0, duration = 0;
+  int epochs = 4;
+  double settle = 0.8;
+};
+
+inline LockRunTiming read_lock_run_timing(config::Reader& p) {
+  using config::Spec;
+  LockRunTiming t;
+  t.start_stagger = p.time(
+      "start_stagger",
+      Spec{.doc = "each thread starts at a random time below this (and the window opens after it): wide enough "
+                  "for the threads to join the lock's FIFO rotation one at a time in a random order, standing in "
+                  "for the order that timer ticks and migrations leave in a run of seconds (a start all at once "
+                  "would sort the queue by distance to the lock's home, and FIFO would keep that order)",
+           .def = "200us", .min = 0, .max = 1e12});
+  t.warmup = p.time("warmup", Spec{.doc = "simulated time before measuring: the start's queue order sorted out, and "
+                                         "CNA's first move to a secondary queue (after about 128 hand-offs with the "
+                                         "shuffle reduction) made",
+                                  .def = "1ms", .min = 0, .max = 1e12});
+  t.duration = p.time("duration", Spec{.doc = "measured simulated time", .def = "12ms", .min = 1e6, .max = 1e12});
+  t.epochs = static_cast<int>(p.integer(
+      "epochs", Spec{.doc = "parts of the measured time; CNA's threshold is declared reached at the start of each, "
+                            "so the rate is the harmonic mean over that many of its preference epochs "
+                            "(models/workloads/lock_epochs.hpp)",
+                     .def = 4, .min = 1, .max = 64}));
+  t.settle = p.number("epoch_settle", Spec{.doc = "share of each part before it is measured: after a flush CNA "
+                                                 "re-sorts the queue, and with the shuffle reduction it first "
+                                                 "runs as the stock lock until a scan moves a waiter (up to about "
+                                                 "2 ms at 142 threads)",
+                                          .def = 0.8, .min = 0, .max = 0.95});
+  return t;
+}
 
 class LockEpochs {
  public:

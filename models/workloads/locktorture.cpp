@@ -78,28 +78,12 @@ class Locktorture : public scenario::Workload {
         "outside_cycles", Spec{.doc = "estimate: the writer loop's work outside the lock besides its modelled "
                                       "accesses (the 2^-20 draw, the calls, preempt count), core cycles",
                                .def = 50, .min = 0, .max = 1e6, .estimate_range = {20, 120}}));
-    start_stagger_ = p.time(
-        "start_stagger",
-        Spec{.doc = "each thread starts at a random time below this (and the window opens after it): wide enough "
-                    "for the threads to join the lock's FIFO rotation one at a time in a random order, standing in "
-                    "for the order that timer ticks and migrations leave in a run of seconds (a start all at once "
-                    "would sort the queue by distance to the lock's home, and FIFO would keep that order)",
-             .def = "200us", .min = 0, .max = 1e12});
-    warmup_ = p.time("warmup", Spec{.doc = "simulated time before measuring: the start's queue order sorted out, and "
-                                           "CNA's first move to a secondary queue (after about 128 hand-offs with the "
-                                           "shuffle reduction) made",
-                                    .def = "1ms", .min = 0, .max = 1e12});
-    duration_ = p.time("duration", Spec{.doc = "measured simulated time", .def = "12ms", .min = 1e6, .max = 1e12});
-    epochs_n_ = static_cast<int>(p.integer(
-        "epochs", Spec{.doc = "parts of the measured time; CNA's threshold is declared reached at the start of each, "
-                              "so the rate is the harmonic mean over that many of its preference epochs "
-                              "(models/workloads/lock_epochs.hpp)",
-                       .def = 4, .min = 1, .max = 64}));
-    settle_ = p.number("epoch_settle", Spec{.doc = "share of each part before it is measured: after a flush CNA "
-                                                   "re-sorts the queue, and with the shuffle reduction it first "
-                                                   "runs as the stock lock until a scan moves a waiter (up to about "
-                                                   "2 ms at 142 threads)",
-                                            .def = 0.8, .min = 0, .max = 0.95});
+    const LockRunTiming timing = read_lock_run_timing(p);
+    start_stagger_ = timing.start_stagger;
+    warmup_ = timing.warmup;
+    duration_ = timing.duration;
+    epochs_n_ = timing.epochs;
+    settle_ = timing.settle;
     const kernel::CnaParams cna = kernel::read_cna_params(p, lock_kind_ == "cna");
     if (p.schema_mode()) return;
     cpus_ = scheduler_placement(m.topology(), threads_, placement_);
