@@ -144,11 +144,7 @@ class Lock2 : public scenario::Workload {
     r.add("entries_inserted", static_cast<double>(inserted_));
     r.add("entries_merged", static_cast<double>(merged_));
     r.add("remote_deletes", static_cast<double>(remote_deletes_));
-    if (const auto* cna = locks_->cna()) {
-      r.add("cna.local_handoffs", static_cast<double>(cna->stats().local_handoffs));
-      r.add("cna.moved", static_cast<double>(cna->stats().moved));
-      r.add("cna.flushes", static_cast<double>(cna->stats().flushes));
-    }
+    add_cna_metrics(r, locks_->cna());
     if (flc_stats_->violations() > 0)
       r.failures.push_back(fmt::format("mutual exclusion broken: {} overlapping flc_lock holders", flc_stats_->violations()));
     config::json place = config::json::array();

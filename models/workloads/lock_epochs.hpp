@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "cohsim/config/params.hpp"
+#include "cohsim/scenario/scenario.hpp"
 #include "cohsim/sim/simulator.hpp"
+#include "models/kernel/cna.hpp"
 #include "models/workloads/measurement_window.hpp"
 
 namespace cohsim::models {
@@ -52,6 +54,15 @@ inline LockRunTiming read_lock_run_timing(config::Reader& p) {
                                                  "2 ms at 142 threads)",
                                           .def = 0.8, .min = 0, .max = 0.95});
   return t;
+}
+
+/// CNA's counters as metrics (cna.*) when the lock is CNA.
+inline void add_cna_metrics(scenario::Results& r, const kernel::Cna* cna) {
+  if (cna == nullptr) return;
+  r.add("cna.local_handoffs", static_cast<double>(cna->stats().local_handoffs));
+  r.add("cna.moved", static_cast<double>(cna->stats().moved));
+  r.add("cna.flushes", static_cast<double>(cna->stats().flushes));
+  r.add("cna.threshold_flushes", static_cast<double>(cna->stats().threshold_flushes));
 }
 
 class LockEpochs {

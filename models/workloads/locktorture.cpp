@@ -124,12 +124,7 @@ class Locktorture : public scenario::Workload {
     stats_view_->add_metrics(r, "");
     r.add("lock_fail", static_cast<double>(lock_fail_));
     r.add("short_delays", static_cast<double>(short_delays_));
-    if (const auto* cna = locks_->cna()) {
-      r.add("cna.local_handoffs", static_cast<double>(cna->stats().local_handoffs));
-      r.add("cna.moved", static_cast<double>(cna->stats().moved));
-      r.add("cna.flushes", static_cast<double>(cna->stats().flushes));
-      r.add("cna.threshold_flushes", static_cast<double>(cna->stats().threshold_flushes));
-    }
+    add_cna_metrics(r, locks_->cna());
     if (stats_view_->violations() > 0 || lock_fail_ > 0)
       r.failures.push_back(fmt::format("mutual exclusion broken: {} overlapping holders, n_lock_fail {}",
                                        stats_view_->violations(), lock_fail_));
