@@ -32,15 +32,16 @@ struct Catalogue {
   std::uint64_t runs = 1000;
 };
 
-void run_catalogue(const Catalogue& c) {
+/// Runs every test of the catalogue folder `dir` (relative to the source tree) with its kinds.txt; no test may
+/// be an error or witness a forbidden outcome.
+std::vector<Entry> run_folder(const std::string& dir, std::uint64_t runs) {
   std::vector<std::string> kinds_files;
-  const std::string dir = test::source_path("tests/data/litmus/herdtools7/" + c.dir);
-  const auto files = expand_paths({dir}, kinds_files);
+  const auto files = expand_paths({test::source_path(dir)}, kinds_files);
   REQUIRE(kinds_files.size() == 1);
   SuiteOptions options;
   options.aarch64_platform = test::source_path("configs/platforms/kunpeng920.json");
   options.x86_platform = test::source_path("configs/platforms/skylake-sp-2s.json");
-  options.runs = c.runs;
+  options.runs = runs;
   options.kinds = read_kinds(kinds_files[0]);
   std::map<std::string, scenario::PlatformDoc> platforms;
   std::vector<Entry> entries;
@@ -51,6 +52,11 @@ void run_catalogue(const Catalogue& c) {
     CHECK(e.status != Entry::Status::error);
     CHECK(e.verdict != Verdict::unsound);
   }
+  return entries;
+}
+
+void run_catalogue(const Catalogue& c) {
+  const std::vector<Entry> entries = run_folder("tests/data/litmus/herdtools7/" + c.dir, c.runs);
   std::cout << c.dir << ": " << format_summary(entries);
   const Summary s = summarize(entries);
   CHECK(s.supported() >= c.supported_floor * s.tests);
@@ -71,4 +77,23 @@ TEST_CASE("The AArch64 reader's guide catalogue witnesses no forbidden outcome a
 }
 TEST_CASE("The x86-64 catalogue witnesses no forbidden outcome and every allowed one", "[litmus][suite]") {
   run_catalogue({"x86_64", 0.9, kSanitized ? 0.85 : 1.0, kSanitized ? 1000u : 10000u});
+}
+
+// The Dat3M AArch64 suite (1,062 tests in 14 folders, tests/data/litmus/dat3m-aarch64), sampled at 300 runs a test
+// to stay well under a minute: never a forbidden outcome, every test in the subset. The witnessed share is a floor
+// of what the core reaches today (38.8 % at 200 runs: exclusives to different locations and dependency chains that
+// the architecture lets reorder are not relaxed yet, docs/memory-model.md); the issue's goal is 80 %.
+TEST_CASE("The Dat3M AArch64 suite witnesses no forbidden outcome", "[litmus][suite][dat3m]") {
+  const std::uint64_t runs = kSanitized ? 50 : 300;
+  std::vector<Entry> all;
+  for (const auto& family : {"ATOM", "CO", "EXTRA", "Fence2", "FenceLA", "HAND", "HAND2", "LD", "POPL16", "PPO",
+                             "RPLUS", "RelAcq", "TUTO", "dart"}) {
+    const auto entries = run_folder(std::string("tests/data/litmus/dat3m-aarch64/") + family, runs);
+    all.insert(all.end(), entries.begin(), entries.end());
+  }
+  std::cout << "dat3m-aarch64: " << format_summary(all);
+  const Summary s = summarize(all);
+  CHECK(s.tests == 1062);
+  CHECK(s.supported() == s.tests);
+  CHECK(s.allowed_seen >= (kSanitized ? 0.3 : 0.37) * s.allowed_run);
 }
