@@ -19,6 +19,7 @@ sys.path.insert(0, str(SCRIPTS))
 
 import cohsim_results as cr  # noqa: E402
 import report  # noqa: E402
+import report_measured  # noqa: E402
 import report_plots  # noqa: E402
 
 try:
@@ -33,14 +34,14 @@ NEED_MPL = unittest.skipUnless(HAVE_MPL, "matplotlib missing: run with /usr/bin/
 class RowKindTest(unittest.TestCase):
     def test_rows_are_labelled_as_validate_labels_them(self):
         rows = json.loads((REPO / "data" / "calibration.json").read_text())["rows"]
-        kinds = report.row_kinds("configs/scenarios/ipi-kunpeng920.json", rows)
+        kinds = report_measured.row_kinds("configs/scenarios/ipi-kunpeng920.json", rows)
         self.assertEqual(kinds["kp920.ipi.cpu0.wmb.nowrites"], "fitted")
         # wmb = nowrites + write-delta and dsb-ishst = wmb - barrier-gain, all three fitted
         self.assertEqual(kinds["kp920.ipi.cpu0.wmb"], "identity")
         self.assertEqual(kinds["kp920.ipi.cpu0.dsb-ishst"], "identity")
         self.assertEqual(kinds["kp920.ipi.cpu48.wmb"], "predicted")
         self.assertEqual(kinds["kp920.ipi.nowrites.barrier-gain"], "predicted")
-        self.assertEqual(set(report.row_kinds("no/such.json", rows).values()), {"predicted"})
+        self.assertEqual(set(report_measured.row_kinds("no/such.json", rows).values()), {"predicted"})
 
 
 class FormatTest(unittest.TestCase):
