@@ -160,3 +160,24 @@ TEST_CASE("With v15's time threshold the secondary queue is flushed once it is o
   CHECK(flushes > 0);
   CHECK(bypassed[true] * 3 < bypassed[false]);
 }
+
+TEST_CASE("Declaring CNA's threshold reached flushes the named lock's secondary queue only", "[cna]") {
+  // One CNA serves every lock of a KernelSpinlocks: an expiry named for another lock word must not flush this
+  // one (lock2's flc_lock shares its CNA with files->file_lock and the file_lock_list locks).
+  const bool this_lock = GENERATE(false, true);
+  CnaParams p;
+  p.handoff_threshold = 1u << 30;  // never reached by counting
+  p.shuffle_reduction = false;     // every head scans: the node-1 waiters sit in the secondary queue
+  CnaRig l("kunpeng920", true, p);
+  const std::vector<int> cpus{0, 1, 2, 3, 4, 5, 24, 25};
+  for (std::size_t i = 0; i < cpus.size(); ++i) l.loop(cpus[i], static_cast<Tick>(i) * 10 * kNs, 40, 40 * kNs, 5 * kNs);
+  const fabric::Addr other = l.r.line(0, "another lock");
+  test::spawn_at(l.r.sim, 3000 * kNs, [&]() -> Task<void> {
+    l.locks.cna()->expire_threshold(this_lock ? l.word : other);
+    co_return;
+  });
+  l.r.run();
+  INFO("expiry for " << (this_lock ? "this lock" : "another lock"));
+  CHECK(l.locks.cna()->stats().threshold_flushes == (this_lock ? 1u : 0u));
+  CHECK(l.locks.cna()->stats().threshold_flushes <= l.locks.cna()->stats().flushes);
+}

@@ -133,7 +133,6 @@ Task<void> cna_init_node(cpu::Cpu& c, Cna& cna, Addr node) {
 }
 
 Task<void> cna_wait_head_or_lock(cpu::Cpu& c, Cna& cna, Qspinlock lock, Addr node) {
-  (void)lock;
   std::uint32_t& order = cna.partial_order_.at(static_cast<std::size_t>(c.id()));
   bool reached = false;
   if (cna.p_.threshold == CnaParams::Threshold::count) {
@@ -142,13 +141,12 @@ Task<void> cna_wait_head_or_lock(cpu::Cpu& c, Cna& cna, Qspinlock lock, Addr nod
     const std::uint64_t start = co_await c.load(node + Cna::kStartTime, 8);
     reached = start != 0 && c.sim().now() > static_cast<sim::Tick>(start) + cna.p_.time_threshold;
   }
-  if (cna.expire_) {
-    cna.expire_ = false;
+  if (cna.expire_lock_ != 0 && cna.expire_lock_ == lock.val) {
+    cna.expire_lock_ = 0;
     reached = true;
   }
   if (reached) {
-    order = Cna::kFlush;
-    ++cna.stats_.threshold_flushes;
+    order = Cna::kFlush;  // counted in threshold_flushes where a secondary queue is flushed
     co_return;
   }
   // At the head the priority mark has done its work: the node prefers its own node again.
@@ -180,6 +178,7 @@ Task<bool> cna_try_clear_tail(cpu::Cpu& c, Cna& cna, Qspinlock lock, std::uint32
     co_return false;
   }
   ++cna.stats_.flushes;
+  if (cna.partial_order_.at(static_cast<std::size_t>(c.id())) == Cna::kFlush) ++cna.stats_.threshold_flushes;
   co_await c.store(head_2nd + Qnodes::kLocked, 4, 1, Order::release);  // arch_mcs_lock_handoff
   co_return true;
 }
@@ -194,6 +193,9 @@ Task<void> cna_lock_handoff(cpu::Cpu& c, Cna& cna, Qspinlock lock, Addr node, Ad
     next = co_await c.load(node + Qnodes::kNext, 8);  // the scan may have moved waiters
     const std::uint64_t locked = co_await c.load(node + Qnodes::kLocked, 4);
     val = locked != 0 ? locked : 1;  // the secondary queue's tail travels with the lock
+    // A secondary queue travels on: the preference with it (kernel-algorithms.md section 8, step 5: a
+    // priority waiter that gets the lock keeps the holder's node preferred).
+    if (locked > 1) co_await c.store(next + Cna::kNumaNode, 2, co_await c.load(node + Cna::kNumaNode, 2));
     if (cna.p_.threshold == CnaParams::Threshold::count) {
       co_await c.store(next + Cna::kIntraCount, 4, co_await c.load(node + Cna::kIntraCount, 4) + 1);
     } else if (locked > 1) {
@@ -207,6 +209,7 @@ Task<void> cna_lock_handoff(cpu::Cpu& c, Cna& cna, Qspinlock lock, Addr node, Ad
     co_await c.store(tail_2nd + Qnodes::kNext, 8, next);
     next = head_2nd;
     ++cna.stats_.flushes;
+    if (order == Cna::kFlush) ++cna.stats_.threshold_flushes;
   }
   co_await c.store(next + Qnodes::kLocked, 4, val, Order::release);  // arch_mcs_lock_handoff
 }

@@ -88,9 +88,10 @@ class Cna {
   };
   const Stats& stats() const { return stats_; }
   const CnaParams& params() const { return p_; }
-  /// The next queue head finds the threshold reached (as at the 2^16-th intra-node hand-off):
-  /// a workload's way to go through several of CNA's preference epochs in a short run.
-  void expire_threshold() { expire_ = true; }
+  /// The next queue head of the lock whose word is `lock_val` finds the threshold reached (as at the
+  /// 2^16-th intra-node hand-off): a workload's way to go through several of CNA's preference epochs in a
+  /// short run. The other locks this CNA serves are not touched.
+  void expire_threshold(Addr lock_val) { expire_lock_ = lock_val; }
 
  private:
   friend Task<void> cna_init_node(cpu::Cpu& c, Cna& cna, Addr node);
@@ -105,7 +106,7 @@ class Cna {
   std::vector<std::uint32_t> partial_order_;  ///< per CPU: the head's scan result
   std::vector<std::uint64_t> skipped_;        ///< per CPU: waiters its scans passed over (for stats_.moved)
   Stats stats_;
-  bool expire_ = false;
+  Addr expire_lock_ = 0;  ///< the lock word whose next head flushes (0: none)
 };
 
 /// The per-CPU qnodes of a machine's spinlocks and, with numa_spinlock=on, the CNA state they share.

@@ -145,6 +145,7 @@ class Lock2 : public scenario::Workload {
     r.add("entries_merged", static_cast<double>(merged_));
     r.add("remote_deletes", static_cast<double>(remote_deletes_));
     add_cna_metrics(r, locks_->cna());
+    if (const std::string empty = epochs_->empty_part(); !empty.empty()) r.failures.push_back(empty);
     if (flc_stats_->violations() > 0)
       r.failures.push_back(fmt::format("mutual exclusion broken: {} overlapping flc_lock holders", flc_stats_->violations()));
     config::json place = config::json::array();
@@ -159,7 +160,7 @@ class Lock2 : public scenario::Workload {
   Task<void> epoch_flusher() {
     for (std::size_t k = 0; k < epochs_->epochs(); ++k) {
       co_await m_.sim().delay(epochs_->begin(k) - m_.sim().now());
-      if (auto* cna = locks_->cna()) cna->expire_threshold();
+      if (auto* cna = locks_->cna()) cna->expire_threshold(flc_lock_);
     }
   }
 

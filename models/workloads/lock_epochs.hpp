@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cohsim/config/params.hpp"
@@ -94,6 +95,14 @@ class LockEpochs {
       inverse += measured_us / static_cast<double>(n);
     }
     return static_cast<double>(ops_.size()) / inverse;
+  }
+  /// A correctness failure line when some part completed no operation (the rate would read 0), else "".
+  std::string empty_part() const {
+    for (std::size_t k = 0; k < ops_.size(); ++k)
+      if (ops_[k] == 0)
+        return "part " + std::to_string(k + 1) + " of " + std::to_string(ops_.size()) +
+               " of the measured time completed no lock operation: lengthen duration or use fewer epochs";
+    return "";
   }
   /// The parts' rates, per microsecond.
   std::vector<double> rates() const {

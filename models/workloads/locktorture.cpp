@@ -125,6 +125,7 @@ class Locktorture : public scenario::Workload {
     r.add("lock_fail", static_cast<double>(lock_fail_));
     r.add("short_delays", static_cast<double>(short_delays_));
     add_cna_metrics(r, locks_->cna());
+    if (const std::string empty = epochs_->empty_part(); !empty.empty()) r.failures.push_back(empty);
     if (stats_view_->violations() > 0 || lock_fail_ > 0)
       r.failures.push_back(fmt::format("mutual exclusion broken: {} overlapping holders, n_lock_fail {}",
                                        stats_view_->violations(), lock_fail_));
@@ -140,7 +141,7 @@ class Locktorture : public scenario::Workload {
   Task<void> epoch_flusher() {
     for (std::size_t k = 0; k < epochs_->epochs(); ++k) {
       co_await m_.sim().delay(epochs_->begin(k) - m_.sim().now());
-      if (auto* cna = locks_->cna()) cna->expire_threshold();
+      if (auto* cna = locks_->cna()) cna->expire_threshold(lock_word_);
     }
   }
 
