@@ -118,6 +118,7 @@ def load_compare(data):
             platform_files.setdefault(name, d["platform_file"])
     return {"scenario": data.get("scenario") or first.get("scenario", ""),
             "platform": data.get("platform") or first.get("platform"),
+            "platform_file": data.get("platform_file") or first.get("platform_file"),
             "workload": data.get("workload") or first.get("workload"),
             "headline": data.get("headline") or first.get("headline") or [],
             "variant_settings": settings, "overrides": data.get("overrides") or {},

@@ -144,6 +144,18 @@ def reproduce_blocks(prov, width):
          ("pre", "\n".join("%s  %s" % (str(d)[:16], p) for p, d in sorted(inputs.items())))] if inputs else [])
 
 
+def _own_platform(scenario, platform_file):
+    """Whether PLATFORM_FILE is the platform SCENARIO names (True when that cannot be read)."""
+    try:
+        scen_path = cr.REPO_ROOT / str(scenario)
+        plat = json.loads(scen_path.read_text(encoding="utf-8")).get("platform")
+    except (OSError, ValueError, AttributeError):
+        return True
+    if not isinstance(plat, str):
+        return True
+    return (scen_path.parent / plat).resolve() == (cr.REPO_ROOT / str(platform_file)).resolve()
+
+
 def compare_measured(data, runs, variants):
     """The rows of data/calibration.json a compare ran: same scenario, a variant it ran (or
     none named), every "set" key equal to what that variant ran with; a derived row when
@@ -153,6 +165,8 @@ def compare_measured(data, runs, variants):
     except (OSError, ValueError):
         return []
     rows = [r for r in rows if isinstance(r, dict) and isinstance(r.get("measured"), (int, float))]
+    if data.get("platform_file") and not _own_platform(data["scenario"], data["platform_file"]):
+        return []  # compare --platform: the rows were measured on the scenario's own machine
     kinds = row_kinds(data["scenario"], rows)
     fixed = {k: cr.value_str(v) for k, v in (data.get("fixed") or {}).items()}
     settings = data.get("variant_settings") or {}

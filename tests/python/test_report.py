@@ -327,6 +327,13 @@ class TwoVariantCompareReportTest(ReportCase):
         self.assertRegex(table, r"\| kp920\.ipi\.cpu0\.wmb +\| +1319 ns \| +2156 ns \| +\+63\.4% \| +3% \| identity +\|")
         self.assertRegex(table, r"\| kp920\.ipi\.cpu0\.barrier-gain +\| +32\.6 ns \| +12 ns \| .* \| fitted +\|")
         self.assertNotIn("cpu48", table)  # another source CPU: not what this compare ran
+        # on another platform (compare --platform) the rows measured on this one are not shown
+        for run in doc["runs"]:
+            run["platform_file"] = "configs/platforms/skylake-sp-2s.json"
+        self.assertNotIn("Measured beside", (self.report(doc) / "report.md").read_text())
+        for run in doc["runs"]:
+            run["platform_file"] = "configs/platforms/kunpeng920.json"
+        self.assertIn("Measured beside", (self.report(doc) / "report.md").read_text())
         # without the calibration rows' settings, no row is shown
         self.assertNotIn("Measured beside", (self.report(self.compare_doc()) / "report.md").read_text())
 
