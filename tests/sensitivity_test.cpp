@@ -379,6 +379,13 @@ TEST_CASE("a sensitivity study emitted as a job list and collected from its poin
   // emitting again: nothing left to run
   auto again = run_cli(study + " --points " + quoted(points) + " --emit-joblist " + quoted(jobs));
   CHECK_THAT(again.output, Catch::Contains("wrote 0 job(s)"));
+  // a changed platform file makes every stored run stale: they run again
+  json platform = config::load_json_file(dir.file("p.json"));
+  platform["description"] = "edited";
+  dir.write("p.json", platform.dump());
+  auto edited = run_cli(study + " --points " + quoted(points) + " --emit-joblist " + quoted(jobs));
+  CHECK_THAT(edited.output, Catch::Contains(fmt::format("wrote {} job(s)", lines)) &&
+                                Catch::Contains("0 run(s) already in"));
 }
 
 TEST_CASE("a job list needs its points folder and no screening, and writes no results", "[sensitivity][cli][joblist]") {

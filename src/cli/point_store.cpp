@@ -23,7 +23,7 @@ std::string point_id(const std::string& scenario, const std::string& variant,
   return config::sha256_hex(key.dump()).substr(0, 16);
 }
 
-/// The run in `file` when it is complete and this build made it.
+/// The run in `file` when it is complete, this build made it and no file it read has changed since.
 std::optional<RunOutput> load_point(const std::string& file, bool& stale) {
   std::ifstream in(file);
   if (!in) return std::nullopt;
@@ -32,6 +32,16 @@ std::optional<RunOutput> load_point(const std::string& file, bool& stale) {
   if (doc.value("build_id", std::string()) != build_info()["build_id"].get<std::string>()) {
     stale = true;
     return std::nullopt;
+  }
+  // A file the run read (platform, includes, scenario) that changed since makes it stale too.
+  const json inputs = doc.value("inputs", json::object());
+  for (const auto& [path, digest] : inputs.items()) {
+    std::ifstream f(path, std::ios::binary);
+    const std::string bytes = f ? std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>()) : "";
+    if (!f || !digest.is_string() || config::sha256_hex(bytes) != digest.get<std::string>()) {
+      stale = true;
+      return std::nullopt;
+    }
   }
   RunOutput out;
   for (const auto& [name, value] : doc["metrics"].items())

@@ -350,7 +350,9 @@ int run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& n
   if (o.points != nullptr && !o.quiet)
     std::cerr << fmt::format("sensitivity: {} run(s) read from {}, {} run here{}\n", o.points->reused(),
                              o.points->dir(), o.points->ran(),
-                             o.points->stale() > 0 ? fmt::format(" ({} made by another build)", o.points->stale()) : "");
+                             o.points->stale() > 0 ? fmt::format(" ({} stale: made by another build or before an input file changed)",
+                                                                  o.points->stale())
+                                              : "");
 
   json table = json::array(), listed = json::array(), full_names = json::array(), screened_names = json::array();
   for (std::size_t i : order) {
