@@ -57,8 +57,8 @@ bool parse_compare_like(const std::vector<std::string>& args, CompareOptions& o,
       "ranges", po::value(&o.ranges_from),
       "sensitivity: reuse the calibrated ranges of an earlier --json output (same platform, value and overrides)")(
       "points", po::value(&o.points_dir),
-      "sensitivity: read each input's runs from DIR when they are there (made by this build), and keep the runs "
-      "made here in it")(
+      "sensitivity: read each input's runs from DIR when they are there (made by this build from the same input "
+      "files), and keep the runs made here in it")(
       "emit-joblist", po::value(&o.joblist),
       "sensitivity with --points DIR: write the runs not in DIR as job lines to FILE (one `cohsim run` each, for "
       "GNU parallel or a cluster) instead of running them; the nominal runs and the calibrated-range search run "
