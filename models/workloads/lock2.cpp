@@ -122,7 +122,7 @@ class Lock2 : public scenario::Workload {
     epochs_.emplace(warmup_ + start_stagger_, duration_, epochs_n_, settle_);
     epochs_->schedule(window_, sim);
     end_ = epochs_->end();
-    sim.spawn("lock epochs", epoch_flusher());
+    sim.spawn("lock epochs", epochs_->expire_at_each_part(sim, locks_->cna(), flc_lock_));
     sim::RandomStream start(m_.seed(), "lock2.start");
     loops_.assign(static_cast<std::size_t>(threads_), 0);
     for (int t = 0; t < threads_; ++t)
@@ -156,14 +156,6 @@ class Lock2 : public scenario::Workload {
   }
 
  private:
-  // At the start of each part CNA's threshold is declared reached (lock_epochs.hpp).
-  Task<void> epoch_flusher() {
-    for (std::size_t k = 0; k < epochs_->epochs(); ++k) {
-      co_await m_.sim().delay(epochs_->begin(k) - m_.sim().now());
-      if (auto* cna = locks_->cna()) cna->expire_threshold(flc_lock_);
-    }
-  }
-
   // One fcntl(F_SETLKW) call: the write lock of byte 0 (lock) or its unlock.
   Task<void> fcntl_setlk(Cpu& c, int t, bool lock) {
     const auto ti = static_cast<std::size_t>(t);

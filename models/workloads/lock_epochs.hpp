@@ -80,6 +80,14 @@ class LockEpochs {
   sim::Tick begin(std::size_t k) const { return start_ + static_cast<sim::Tick>(k) * part_; }
   std::size_t epochs() const { return ops_.size(); }
   sim::Tick end() const { return begin(ops_.size()); }
+  /// At the start of each part, declares CNA's threshold reached for the lock whose word is `lock_val`
+  /// (nothing for the stock lock, `cna` nullptr). Spawn it once, before the run.
+  sim::Task<void> expire_at_each_part(sim::Simulator& sim, kernel::Cna* cna, fabric::Addr lock_val) const {
+    for (std::size_t k = 0; k < epochs(); ++k) {
+      co_await sim.delay(begin(k) - sim.now());
+      if (cna != nullptr) cna->expire_threshold(lock_val);
+    }
+  }
   /// Counts an operation completed at `t` inside the window.
   void count(sim::Tick t) {
     if (t < start_) return;

@@ -103,7 +103,7 @@ class Locktorture : public scenario::Workload {
     epochs_.emplace(warmup_ + start_stagger_, duration_, epochs_n_, settle_);
     epochs_->schedule(window_, sim);
     end_ = epochs_->end();
-    sim.spawn("lock epochs", epoch_flusher());
+    sim.spawn("lock epochs", epochs_->expire_at_each_part(sim, locks_->cna(), lock_word_));
     sim::RandomStream start(m_.seed(), "locktorture.start");
     for (int t = 0; t < threads_; ++t)
       sim.spawn(fmt::format("cpu{} lock_torture_writer", cpus_[static_cast<std::size_t>(t)]),
@@ -137,14 +137,6 @@ class Locktorture : public scenario::Workload {
   }
 
  private:
-  // At the start of each part CNA's threshold is declared reached (lock_epochs.hpp).
-  Task<void> epoch_flusher() {
-    for (std::size_t k = 0; k < epochs_->epochs(); ++k) {
-      co_await m_.sim().delay(epochs_->begin(k) - m_.sim().now());
-      if (auto* cna = locks_->cna()) cna->expire_threshold(lock_word_);
-    }
-  }
-
   Task<void> writer(int t, sim::Tick start) {
     Cpu& c = m_.cpu(cpus_[static_cast<std::size_t>(t)]);
     auto& sim = m_.sim();
