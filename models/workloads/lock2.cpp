@@ -85,12 +85,7 @@ class Lock2 : public scenario::Workload {
     recheck_cycles_ = static_cast<double>(p.integer(
         "recheck_cycles", Spec{.doc = "estimate: fcheck()'s own work under files->file_lock, core cycles", .def = 15,
                                .min = 0, .max = 1e6, .estimate_range = {8, 40}}));
-    const LockRunTiming timing = read_lock_run_timing(p);
-    start_stagger_ = timing.start_stagger;
-    warmup_ = timing.warmup;
-    duration_ = timing.duration;
-    epochs_n_ = timing.epochs;
-    settle_ = timing.settle;
+    timing_ = read_lock_run_timing(p);
     const kernel::CnaParams cna = kernel::read_cna_params(p, lock_kind_ == "cna");
     if (p.schema_mode()) return;
     const auto& topo = m.topology();
@@ -119,7 +114,7 @@ class Lock2 : public scenario::Workload {
 
   Results run() override {
     auto& sim = m_.sim();
-    epochs_.emplace(warmup_ + start_stagger_, duration_, epochs_n_, settle_);
+    epochs_.emplace(timing_);
     epochs_->schedule(window_, sim);
     end_ = epochs_->end();
     sim.spawn("lock epochs", epochs_->expire_at_each_part(sim, locks_->cna(), flc_lock_));
@@ -127,7 +122,7 @@ class Lock2 : public scenario::Workload {
     loops_.assign(static_cast<std::size_t>(threads_), 0);
     for (int t = 0; t < threads_; ++t)
       sim.spawn(fmt::format("cpu{} lock2 task", cpus_[static_cast<std::size_t>(t)]),
-                task(t, static_cast<sim::Tick>(start.below(static_cast<std::uint64_t>(start_stagger_) + 1))));
+                task(t, static_cast<sim::Tick>(start.below(static_cast<std::uint64_t>(timing_.start_stagger) + 1))));
     sim.run(kWorkloadLimits);
     Results r;
     std::uint64_t loops = 0;
@@ -233,7 +228,8 @@ class Lock2 : public scenario::Workload {
   int threads_ = 0;
   std::string lock_kind_, flctx_layout_;
   double syscall_cycles_ = 0, cs_cycles_ = 0, recheck_cycles_ = 0;
-  sim::Tick start_stagger_ = 0, warmup_ = 0, duration_ = 0, end_ = 0;
+  LockRunTiming timing_;
+  sim::Tick end_ = 0;
   std::vector<int> cpus_;
   Addr flc_lock_ = 0, flc_posix_ = 0, inode_ = 0, files_ = 0, fdt_ = 0, fd_array_ = 0, counters_ = 0;
   std::vector<Addr> file_, spare_, slab_page_, fll_;
@@ -242,8 +238,6 @@ class Lock2 : public scenario::Workload {
   std::vector<std::uint64_t> loops_;
   std::uint64_t inserted_ = 0, merged_ = 0, remote_deletes_ = 0;
   MeasurementWindow window_;
-  int epochs_n_ = 4;
-  double settle_ = 0.8;
   std::optional<LockEpochs> epochs_;
 };
 

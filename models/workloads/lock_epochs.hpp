@@ -69,6 +69,8 @@ inline void add_cna_metrics(scenario::Results& r, const kernel::Cna* cna) {
 class LockEpochs {
  public:
   /// The measured time [start, start + length) in `epochs` parts, each measured after `settle` of its length.
+  /// The measured time of a run with `t`: after its start stagger and warm-up, `t.duration` long.
+  explicit LockEpochs(const LockRunTiming& t) : LockEpochs(t.warmup + t.start_stagger, t.duration, t.epochs, t.settle) {}
   LockEpochs(sim::Tick start, sim::Tick length, int epochs, double settle)
       : start_(start), part_(length / epochs), settle_(static_cast<sim::Tick>(static_cast<double>(part_) * settle)),
         ops_(static_cast<std::size_t>(epochs), 0) {}

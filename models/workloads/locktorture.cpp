@@ -78,12 +78,7 @@ class Locktorture : public scenario::Workload {
         "outside_cycles", Spec{.doc = "estimate: the writer loop's work outside the lock besides its modelled "
                                       "accesses (the 2^-20 draw, the calls, preempt count), core cycles",
                                .def = 50, .min = 0, .max = 1e6, .estimate_range = {20, 120}}));
-    const LockRunTiming timing = read_lock_run_timing(p);
-    start_stagger_ = timing.start_stagger;
-    warmup_ = timing.warmup;
-    duration_ = timing.duration;
-    epochs_n_ = timing.epochs;
-    settle_ = timing.settle;
+    timing_ = read_lock_run_timing(p);
     const kernel::CnaParams cna = kernel::read_cna_params(p, lock_kind_ == "cna");
     if (p.schema_mode()) return;
     cpus_ = scheduler_placement(m.topology(), threads_, placement_);
@@ -100,14 +95,14 @@ class Locktorture : public scenario::Workload {
 
   Results run() override {
     auto& sim = m_.sim();
-    epochs_.emplace(warmup_ + start_stagger_, duration_, epochs_n_, settle_);
+    epochs_.emplace(timing_);
     epochs_->schedule(window_, sim);
     end_ = epochs_->end();
     sim.spawn("lock epochs", epochs_->expire_at_each_part(sim, locks_->cna(), lock_word_));
     sim::RandomStream start(m_.seed(), "locktorture.start");
     for (int t = 0; t < threads_; ++t)
       sim.spawn(fmt::format("cpu{} lock_torture_writer", cpus_[static_cast<std::size_t>(t)]),
-                writer(t, static_cast<sim::Tick>(start.below(static_cast<std::uint64_t>(start_stagger_) + 1))));
+                writer(t, static_cast<sim::Tick>(start.below(static_cast<std::uint64_t>(timing_.start_stagger) + 1))));
     sim.run(kWorkloadLimits);
     Results r;
     const double n = static_cast<double>(stats_view_->total());
@@ -181,15 +176,14 @@ class Locktorture : public scenario::Workload {
   int threads_ = 0, insmod_cpu_ = 0;
   std::string lock_kind_, placement_, write_held_line_;
   double hold_cycles_ = 0, outside_cycles_ = 0;
-  sim::Tick start_stagger_ = 0, warmup_ = 0, duration_ = 0, end_ = 0;
+  LockRunTiming timing_;
+  sim::Tick end_ = 0;
   std::vector<int> cpus_;
   Addr lock_word_ = 0, flags_ = 0, globals_ = 0, stats_ = 0;
   std::unique_ptr<kernel::KernelSpinlocks> locks_;
   std::unique_ptr<LockStats> stats_view_;
   std::uint64_t lock_fail_ = 0, long_delays_ = 0, short_delays_ = 0;
   MeasurementWindow window_;
-  int epochs_n_ = 4;
-  double settle_ = 0.8;
   std::optional<LockEpochs> epochs_;
 };
 
