@@ -274,6 +274,7 @@ RunEnd Simulator::run(const RunLimits& run_limits) {
           reap_done_processes();
       }
     }
+    inline_left_ = kMaxInlineChain;
     run_next_event();
     const std::uint64_t executed = events_executed();
     if (executed == check_at_) [[unlikely]] {

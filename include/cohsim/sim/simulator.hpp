@@ -292,6 +292,14 @@ class Simulator {
   /// every delay is an event: for tests and measurements, results are equal).
   /// Takes effect at the next run().
   void set_inline_delays(bool on) { inline_delays_on_ = on; }
+  /// The most delays that end inline, one after another, inside one event
+  /// of the loop. Each goes on inside the coroutine that the event resumed:
+  /// a process whose every delay ends inline (one thread alone, on a line it
+  /// holds) would never return to the loop, and where the compiler does not
+  /// make the symmetric transfers between tasks tail calls (sanitizer and
+  /// unoptimised builds) each one takes stack. Past the bound the delay is an
+  /// event, with the same results (one event per 256 delays at most).
+  static constexpr std::uint32_t kMaxInlineChain = 256;
 
   /// Starts `task` as a top-level process at the current time. A daemon does
   /// not keep the run alive and is not reported as stuck when it waits.
@@ -448,10 +456,11 @@ class Simulator {
   /// run(), as it stands, executes, with no check of its own due before it:
   /// the run may go on (no stop, no end, no reaping due) up to `at`, the
   /// progress watchdog would not fire there, the next event is not one
-  /// after which the loop runs its hook or livelock check, and inline delays
-  /// are on.
+  /// after which the loop runs its hook or livelock check, inline delays
+  /// are on, and the chain since the loop's last event is shorter than
+  /// kMaxInlineChain.
   bool may_end_delay_inline(Tick at) const {
-    return !halt_check_ && !reap_due_ && at < inline_end_ && events_executed() + 1 < check_at_ &&
+    return inline_left_ != 0 && !halt_check_ && !reap_due_ && at < inline_end_ && events_executed() + 1 < check_at_ &&
            at - last_progress_ <= max_time_without_progress_;
   }
   /// The events from the next one on are a new tick's (for the livelock count).
@@ -472,6 +481,7 @@ class Simulator {
       start_tick();
     }
     ++delays_inline_;
+    --inline_left_;
   }
 
   Tick now_ = 0;
@@ -480,6 +490,7 @@ class Simulator {
   detail::EventRing current_tick_;  // events at future_.base() (<= now_)
   detail::FutureEvents future_;     // events after it
   std::uint64_t delays_inline_ = 0;  // delays taken inline (each counts as an event)
+  std::uint32_t inline_left_ = 0;    // delays that may still end inline in this event (the loop resets it)
   bool inline_delays_on_ = true;
   // The run loop's limits and event counts, as members so that a delay taken
   // inline keeps them as the loop would (see may_end_delay_inline).
