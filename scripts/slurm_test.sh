@@ -13,7 +13,9 @@
 # a task for real: scancel as soon as its log says its ~2 s point started (so the
 # kill lands mid-run unless scancel takes seconds, which fails the test rather than
 # passing it), then --status must list it failed with its log, and a resubmission
-# must run that point alone. Every daemon it started is stopped on
+# must run that point alone. Part 4 runs the job lists of `cohsim validate` and `cohsim
+# sensitivity --points DIR --emit-joblist FILE` through `sweep.py --joblist FILE --backend
+# slurm` and checks that the collecting command prints what a local run prints. Every daemon it started is stopped on
 # every exit path (trap). A daemon that does not start fails the test with its log.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -228,4 +230,31 @@ last=$(ls -t "$T"/kill/slurm/jobs-*.txt | head -1)
 stat -c %Y.%y "$T/kill/points/$KEPT.json" | cmp - "$T/kept-before.txt" || fail "$KEPT was recomputed"
 scripts/sweep.py --collect "$T/kill"
 echo "slurm_test: part 3 ok: the killed task's point alone was recomputed"
+
+# ---- part 4: the job lists cohsim writes (validate and sensitivity --emit-joblist) through
+# `sweep.py --joblist FILE --backend slurm`; the collecting command reads every run from the
+# folder (none runs here) and prints what the same command prints without a folder
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['rows']=[r for r in d['rows'] if r['id'].startswith('kp920.c2c')]; json.dump(d, open(sys.argv[2], 'w'))" \
+  data/calibration.json "$T/calibration-c2c.json"
+jobs_through_slurm() {  # jobs_through_slurm NAME COHSIM-ARGS...: emit, submit, wait, collect, compare
+  local name=$1
+  shift
+  "$COHSIM" "$@" > "$T/$name-local.txt"
+  "$COHSIM" "$@" --points "$T/$name-points" --emit-joblist "$T/$name-jobs.txt" > "$T/$name-emit.txt"
+  grep -q "wrote [1-9][0-9]* job(s) to $T/$name-jobs.txt (0 run(s) already in" "$T/$name-emit.txt" \
+    || fail "$name --emit-joblist: $(cat "$T/$name-emit.txt")"
+  scripts/sweep.py --joblist "$T/$name-jobs.txt" --backend slurm --chunk 20 -q > /dev/null
+  wait_done "$T/$name-jobs.sweep"
+  "$COHSIM" "$@" --points "$T/$name-points" > "$T/$name-slurm.txt" 2> "$T/$name-collect.err"
+  grep -q "read from $T/$name-points, 0 run here" "$T/$name-collect.err" \
+    || fail "$name collected with runs of its own: $(cat "$T/$name-collect.err")"
+  cmp "$T/$name-local.txt" "$T/$name-slurm.txt" \
+    || { diff "$T/$name-local.txt" "$T/$name-slurm.txt" >&2; fail "$name from the Slurm runs differs from the local one"; }
+  scripts/sweep.py --joblist "$T/$name-jobs.txt" --backend slurm 2>&1 | grep -q "nothing to submit" \
+    || fail "a second submission of $name's complete job list submitted something"
+  echo "slurm_test: part 4: $name from $(wc -l < "$T/$name-jobs.txt") Slurm runs equals the local one"
+}
+jobs_through_slurm validate validate --calibration "$T/calibration-c2c.json"
+jobs_through_slurm sensitivity sensitivity configs/scenarios/c2c-kunpeng920.json --set rounds=20 \
+  --set warmup=2 --calibration "$T/calibration-c2c.json"
 echo "slurm_test: PASS"

@@ -536,6 +536,50 @@ def run_sweep(args, scenario, params, variants, seeds, fixed, out_dir):
     return 1 if failures else 0
 
 
+def run_joblist(args, joblist, out_dir):
+    """--joblist FILE, here: its lines whose result is not complete, -j at a time; a failed
+    line's stderr in DIR/<id>.err. Exit 1 if any failed."""
+    entries = sweep_slurm.parse_joblist(joblist)
+    todo = [e for e in entries if not cr.is_complete(e[1])]
+    progress = Progress(len(entries), len(entries) - len(todo), args.quiet, args.jobs)
+    progress.tick()
+    runner = Runner(args.timeout)
+    failures = {}
+    interrupted = False
+    if todo:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    pool = ThreadPoolExecutor(max_workers=args.jobs)
+    try:
+        futs = {pool.submit(runner.run, ["bash", "-c", line], str(result),
+                            str(out_dir / (pid + ".err"))): pid for pid, result, _, line in todo}
+        for fut in as_completed(futs):
+            res = fut.result()
+            if res is None:
+                continue
+            ok, seconds, text = res
+            if not ok:
+                failures[futs[fut]] = text
+                progress.message(text)
+            progress.point_done(futs[fut], ok, seconds)
+    except KeyboardInterrupt:
+        interrupted = True
+        runner.kill_all()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        progress.close()
+    if interrupted:
+        sys.stderr.write("interrupted; run the same command again to run the rest\n")
+        return 130
+    if not args.quiet:
+        sys.stderr.write("%d of %d line(s) of %s ran here, %d were complete%s; collect with the "
+                         "cohsim command that wrote it (its --points)\n"
+                         % (len(todo) - len(failures), len(entries), joblist,
+                            len(entries) - len(todo),
+                            ", %d failed (stderr in %s/<id>.err)" % (len(failures), out_dir)
+                            if failures else ""))
+    return 1 if failures else 0
+
+
 # ------------------------------------------------------------ collect ---
 
 def _sort_key(v):
@@ -683,6 +727,10 @@ def build_parser():
     ap.add_argument("--timeout", type=float, metavar="SECONDS", help="per-point time limit")
     ap.add_argument("--emit-joblist", metavar="FILE",
                     help="write a GNU parallel job list instead of running")
+    ap.add_argument("--joblist", metavar="FILE",
+                    help="run a job list cohsim wrote (sensitivity|validate --points P --emit-joblist "
+                         "FILE): its lines whose --json result is not complete, here (-j) or with "
+                         "--backend slurm; then the cohsim command with --points P collects")
     ap.add_argument("--collect", metavar="DIR",
                     help="build DIR/results.csv from DIR/points/**/*.json; runs nothing")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress output")
@@ -709,6 +757,21 @@ def main(argv=None):
             if args.scenario or args.collect:
                 raise UsageError("--status DIR takes no scenario or --collect")
             return sweep_slurm.status(Path(args.status).resolve(), fmt_duration)
+        if args.joblist:
+            if args.scenario or args.param or args.emit_joblist or args.collect:
+                raise UsageError("--joblist FILE takes no scenario, --param, --emit-joblist or "
+                                 "--collect (the cohsim command that wrote it collects)")
+            if args.jobs < 1:
+                raise UsageError("-j must be at least 1")
+            joblist = Path(args.joblist).resolve()
+            out_dir = Path(args.out).resolve() if args.out else joblist.with_suffix(".sweep")
+            if args.backend == "slurm":
+                if args.chunk < 1:
+                    raise UsageError("--chunk must be at least 1")
+                return sweep_slurm.submit_joblist(args, joblist, out_dir)
+            if args.chunk != 1 or args.partition or args.time or args.mem:
+                raise UsageError("--chunk, --partition, --time and --mem need --backend slurm")
+            return run_joblist(args, joblist, out_dir)
         if args.collect:
             if args.scenario or args.param or args.emit_joblist:
                 raise UsageError("--collect DIR takes no scenario, --param or --emit-joblist")

@@ -14,6 +14,13 @@ task leaves no partial result. Every task logs to DIR/slurm/logs/<job>_<task>.lo
 with a `start <id> <epoch>` and `end <id> <rc> <epoch>` line per point.
 DIR/slurm/submissions.json records each array (job id, its points by task).
 
+A job list that cohsim wrote (`cohsim sensitivity|validate ... --points P
+--emit-joblist FILE`) goes the same way: `scripts/sweep.py --joblist FILE
+--backend slurm [--out DIR]` submits its lines whose result (each line's
+`--json PATH`) is not complete, `--status DIR` follows them, and the same
+cohsim command with `--points P` collects. DIR (default: FILE without its
+suffix + ".sweep") holds only the Slurm state.
+
 The repo (with the binary) and DIR must be on a filesystem the compute nodes
 share, at the same absolute path.
 """
@@ -56,12 +63,53 @@ def point_cpus(point, fixed):
     return DEFAULT_CPUS
 
 
-def estimate(points_by_id, chunk_ids, fixed):
-    """(mem in MB, time in minutes) for one task running `chunk_ids`."""
-    cpus = [point_cpus(points_by_id[i], fixed) for i in chunk_ids]
+def parse_joblist(path):
+    """[(id, result path, cpus, line)] for each line of a job list of `cohsim run` commands: the
+    result is the line's `--json FILE` (relative to a leading `cd DIR &&`), the id its stem, the
+    CPU count its `--set cpus=N` (else DEFAULT_CPUS)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise SlurmError("cannot read the job list %s: %s" % (path, e.strerror))
+    entries, seen = [], {}
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            argv = shlex.split(line)
+        except ValueError as e:
+            raise SlurmError("%s line %d: not a shell command (%s)" % (path, n, e))
+        if "--json" not in argv or argv.index("--json") + 1 >= len(argv):
+            raise SlurmError("%s line %d: no --json FILE: a job line must write its result with "
+                             "--json (cohsim ... --emit-joblist writes such lines)" % (path, n))
+        result = Path(argv[argv.index("--json") + 1])
+        if not result.is_absolute():
+            base = Path(argv[1]) if len(argv) > 2 and argv[0] == "cd" else Path(path).resolve().parent
+            result = base / result
+        cpus = DEFAULT_CPUS
+        for k, a in enumerate(argv[:-1]):
+            if a == "--set" and argv[k + 1].startswith("cpus="):
+                v = cr.parse_number(argv[k + 1][5:])
+                cpus = int(v) if v is not None and v >= 1 else cpus
+        pid = result.stem
+        if pid in seen:
+            raise SlurmError("%s lines %d and %d write results named %s.json: the ids of a job "
+                             "list must differ" % (path, seen[pid], n, pid))
+        seen[pid] = n
+        entries.append((pid, result, cpus, line))
+    return entries
+
+
+def estimate_cpus(cpus):
+    """(mem in MB, time in minutes) for one task running points of these CPU counts."""
     mem = 512 + max(cpus)
     seconds = sum(300 + 2 * n for n in cpus)
     return mem, (seconds + 59) // 60
+
+
+def estimate(points_by_id, chunk_ids, fixed):
+    """(mem in MB, time in minutes) for one task running `chunk_ids`."""
+    return estimate_cpus([point_cpus(points_by_id[i], fixed) for i in chunk_ids])
 
 
 def load_submissions(out_dir):
@@ -135,8 +183,9 @@ def point_states(out_dir, grid_ids):
     Returns (states {id: state}, info {id: (job, task, log path, detail)}, timings [s])."""
     points_dir = Path(out_dir) / "points"
     subs = load_submissions(out_dir)
-    latest = {}  # a point's most recent submission
+    latest, results = {}, {}  # a point's most recent submission, and where it writes its result
     for sub in subs:
+        results.update(sub.get("results", {}))
         for task, ids in enumerate(sub["tasks"]):
             for pid in ids:
                 latest[pid] = (sub["job_id"], task)
@@ -146,7 +195,7 @@ def point_states(out_dir, grid_ids):
     logs, timings = {}, []
     states, info = {}, {}
     for pid in grid_ids:
-        if cr.is_complete(points_dir / (pid + ".json")):
+        if cr.is_complete(Path(results.get(pid, points_dir / (pid + ".json")))):
             states[pid] = "done"
         if pid not in latest:
             states.setdefault(pid, "not submitted")
@@ -208,10 +257,15 @@ def status(out_dir, fmt_duration):
     """sweep.py --status DIR: counts, ETA, failed tasks with their logs. Exit 0
     when every point is done, 1 otherwise."""
     desc = load_grid(out_dir)
-    if not desc or not desc.get("points"):
-        raise SlurmError("%s has no sweep.json with a grid (is it a sweep's --out?)"
-                         % (Path(out_dir) / "sweep.json"))
-    ids = [p["id"] for p in desc["points"]]
+    if desc and desc.get("points"):
+        ids = [p["id"] for p in desc["points"]]
+    else:  # a job list's submissions: every point they named
+        ids = list(dict.fromkeys(i for sub in load_submissions(out_dir) if "results" in sub
+                                 for t in sub["tasks"] for i in t))
+        if not ids:
+            raise SlurmError("%s has no sweep.json with a grid and no job list submitted (is it "
+                             "a sweep's --out, or the --out of sweep.py --joblist?)"
+                             % (Path(out_dir) / "sweep.json"))
     states, info, timings = point_states(out_dir, ids)
     count = {k: sum(1 for s in states.values() if s == k)
              for k in ("done", "running", "pending", "failed", "not submitted")}
@@ -255,47 +309,87 @@ def fmt_time(minutes):
     return "%d:%02d:00" % (minutes // 60, minutes % 60)
 
 
-def submit(args, run_joblist, points, fixed, out_dir):
-    """Submit the points sweep.py's joblist would run as one array. `run_joblist(path)`
-    is sweep.py's --emit-joblist run writing that path; returns the exit status."""
+def _need_sbatch():
     if not shutil.which("sbatch"):
         raise SlurmError("sbatch not found on PATH: install Slurm's client (apt-get install "
                          "slurm-client) or run without --backend slurm")
+
+
+def submit(args, run_joblist, points, fixed, out_dir):
+    """Submit the points sweep.py's joblist would run as one array. `run_joblist(path)`
+    is sweep.py's --emit-joblist run writing that path; returns the exit status."""
+    _need_sbatch()
     sdir = slurm_dir(out_dir)
     (sdir / "logs").mkdir(parents=True, exist_ok=True)
-    subs = load_submissions(out_dir)
-    joblist = sdir / ("jobs-%d.txt" % (len(subs) + 1))
+    joblist = sdir / ("jobs-%d.txt" % (len(load_submissions(out_dir)) + 1))
     rc = run_joblist(str(joblist))
     if rc != 0:
         return rc
     lines = joblist.read_text(encoding="utf-8").splitlines()
-    ids = []
+    entries = []
     for line in lines:
         argv = shlex.split(line)
-        ids.append(Path(argv[argv.index("--json") + 1]).stem)
+        pid = Path(argv[argv.index("--json") + 1]).stem
+        entries.append((pid, Path(out_dir) / "points" / (pid + ".json"), line))
+    by_id = {p["id"]: p for p in points}
+    return _submit(args, out_dir, joblist, entries, len(points),
+                   lambda ids: estimate(by_id, ids, fixed))
 
+
+def submit_joblist(args, joblist, out_dir):
+    """sweep.py --joblist FILE --backend slurm: FILE's lines whose result is not complete,
+    as one array (a line still queued or running from an earlier array is not resubmitted)."""
+    _need_sbatch()
+    entries = parse_joblist(joblist)
+    if not entries:
+        raise SlurmError("the job list %s has no lines" % joblist)
+    done = [e for e in entries if cr.is_complete(e[1])]
+    todo = [e for e in entries if not cr.is_complete(e[1])]
+    if not todo:
+        if not args.quiet:
+            sys.stderr.write("nothing to submit: every result of %s's %d line(s) is there; collect "
+                             "with the cohsim command that wrote it (its --points)\n"
+                             % (joblist, len(entries)))
+        return 0
+    sdir = slurm_dir(out_dir)
+    (sdir / "logs").mkdir(parents=True, exist_ok=True)
+    copy = sdir / ("jobs-%d.txt" % (len(load_submissions(out_dir)) + 1))
+    cr.atomic_write_text(copy, "".join(e[3] + "\n" for e in todo))
+    cpus = {e[0]: e[2] for e in entries}
+    return _submit(args, out_dir, copy, [(e[0], e[1], e[3]) for e in todo], len(entries),
+                   lambda ids: estimate_cpus([cpus[i] for i in ids]), already=len(done))
+
+
+def _submit(args, out_dir, joblist, entries, total, estimate_of, already=None):
+    """Submit `entries` [(id, result path, line)] of `joblist` (a file in DIR/slurm, which the
+    task script reads; rewritten here without the lines already queued) as one array of
+    --chunk lines per task; `total` points in all, `estimate_of(ids)` a task's (MB, minutes)."""
+    sdir = slurm_dir(out_dir)
+    subs = load_submissions(out_dir)
+    ids = [e[0] for e in entries]
     states, info, _ = point_states(out_dir, ids)
     for line in failed_lines(states, info):
         sys.stderr.write(line.replace("  failed", "resubmitting failed", 1) + "\n")
     busy = {i for i in ids if states.get(i) in ("running", "pending")}
-    keep = [(i, l) for i, l in zip(ids, lines) if i not in busy]
+    keep = [e for e in entries if e[0] not in busy]
     if busy:
         sys.stderr.write("%d point(s) still queued or running in an earlier array: not "
                          "resubmitted\n" % len(busy))
+    if already is None:
+        already = total - len(ids)
     if not keep:
         joblist.unlink()
         if not args.quiet:
             sys.stderr.write("nothing to submit: %d of %d points complete%s; --status %s\n"
-                             % (len(points) - len(ids), len(points),
+                             % (already, total,
                                 ", %d in the queue" % len(busy) if busy else "", out_dir))
         return 0
-    ids = [i for i, _ in keep]
-    cr.atomic_write_text(joblist, "".join(l + "\n" for _, l in keep))
+    ids = [e[0] for e in keep]
+    cr.atomic_write_text(joblist, "".join(e[2] + "\n" for e in keep))
 
     chunk = args.chunk
     tasks = [ids[i:i + chunk] for i in range(0, len(ids), chunk)]
-    by_id = {p["id"]: p for p in points}
-    ests = [estimate(by_id, t, fixed) for t in tasks]
+    ests = [estimate_of(t) for t in tasks]
     mem = args.mem or "%dM" % max(m for m, _ in ests)
     tlimit = args.time or fmt_time(max(t for _, t in ests))
     script = sdir / ("task-%d.sh" % (len(subs) + 1))
@@ -304,7 +398,7 @@ def submit(args, run_joblist, points, fixed, out_dir):
         "ids": " ".join(shlex.quote(i) for i in ids)})
     os.chmod(script, 0o755)
     cmd = ["sbatch", "--parsable", "--array=0-%d" % (len(tasks) - 1),
-           "--job-name=cohsim-sweep-%s" % out_dir.name,
+           "--job-name=cohsim-sweep-%s" % Path(out_dir).name,
            "--output=%s" % (sdir / "logs" / "%A_%a.log"),
            "--chdir=%s" % cr.REPO_ROOT, "--cpus-per-task=1", "--ntasks=1",
            "--mem=%s" % mem, "--time=%s" % tlimit]
@@ -319,13 +413,14 @@ def submit(args, run_joblist, points, fixed, out_dir):
         raise SlurmError("the cluster refused the job: %s" % msg)
     subs.append({"job_id": job, "submitted": time.time(), "joblist": str(joblist),
                  "chunk": chunk, "mem": mem, "time": tlimit, "tasks": tasks,
-                 "sbatch": cmd})
+                 "results": {e[0]: str(e[1]) for e in keep}, "sbatch": cmd})
     cr.atomic_write_text(sdir / "submissions.json", json.dumps(subs, indent=2) + "\n")
     if not args.quiet:
         sys.stderr.write("submitted job %s: %d point(s) in %d array task(s) (--mem %s --time %s)"
                          "; %d of %d points already complete; follow it with --status %s, "
-                         "then --collect %s\n" % (job, len(ids), len(tasks), mem, tlimit,
-                                                  len(points) - len(ids) - len(busy),
-                                                  len(points), out_dir, out_dir))
+                         "then collect%s\n" % (job, len(ids), len(tasks), mem, tlimit,
+                                                already, total, out_dir,
+                                                " with --collect %s" % out_dir if not getattr(args, "joblist", None)
+                                                else " with the cohsim command that wrote the job list (its --points)"))
     print(job)
     return 0

@@ -298,3 +298,34 @@ TEST_CASE("a known miss that moved more than 1 % from its expected prediction fa
   dir.write("validate-expected.json", json{{"predicted", {{"test.c2c.known", 34.5}}}}.dump());
   CHECK(validate(dir, row).exit_code == 0);
 }
+
+TEST_CASE("validate --emit-joblist writes the rows' runs as job lines, and --points judges them from their results",
+          "[validate][cli][joblist]") {
+  TempDir dir;
+  const std::string points = dir.file("points"), jobs = dir.file("jobs.txt");
+  const std::string rows = "validate --only kp920.c2c --json ";
+  auto emitted = run_cli(rows + quoted(dir.file("e.json")) + " --points " + quoted(points) + " --emit-joblist " +
+                         quoted(jobs));
+  CHECK(emitted.exit_code == 2);  // it judges nothing: no --json
+  emitted = run_cli("validate --only kp920.c2c --points " + quoted(points) + " --emit-joblist " + quoted(jobs));
+  INFO(emitted.output);
+  REQUIRE(emitted.exit_code == 0);
+  CHECK_THAT(emitted.output, Catch::Contains("wrote 3 job(s) to") && Catch::Contains("0 run(s) already in") &&
+                                 Catch::Contains("sweep.py --joblist"));
+  CHECK_THAT(emitted.output, !Catch::Contains("validate: 0 ok"));  // no table of rows without predictions
+  REQUIRE(std::system(("bash " + quoted(jobs) + " > /dev/null 2>&1").c_str()) == 0);
+
+  const std::string collected = dir.file("collected.json"), here = dir.file("here.json");
+  auto c = run_cli(rows + quoted(collected) + " --points " + quoted(points));
+  REQUIRE(c.exit_code == 0);
+  CHECK_THAT(c.output, Catch::Contains("validate: 3 run(s) read from") && Catch::Contains(", 0 run here"));
+  REQUIRE(run_cli(rows + quoted(here)).exit_code == 0);
+  // The same verdicts, numbers and fitted labels (the sources come from the platform, not the stored run).
+  CHECK(config::load_json_file(collected) == config::load_json_file(here));
+  CHECK(config::load_json_file(collected)["rows"][0]["kind"] == "fitted");
+  auto again = run_cli("validate --only kp920.c2c --points " + quoted(points) + " --emit-joblist " + quoted(jobs));
+  CHECK_THAT(again.output, Catch::Contains("wrote 0 job(s)") && Catch::Contains("3 run(s) already in"));
+  auto no_dir = run_cli("validate --only kp920.c2c --emit-joblist " + quoted(jobs));
+  CHECK(no_dir.exit_code == 2);
+  CHECK_THAT(no_dir.output, Catch::Contains("needs --points DIR"));
+}

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "point_store.hpp"
 
 namespace cohsim::cli {
 
@@ -90,6 +91,9 @@ class Predictor {
   }
   /// Scenario runs made so far.
   std::size_t runs() const { return runs_.size(); }
+  /// Takes each run from `points` (validate --points DIR): read when it is there, else run and kept, or
+  /// when emitting a job line (the row then has no prediction).
+  void use_points(PointStore* points) { points_ = points; }
   /// The row with `id`; nullptr when the file has none.
   const CalibrationRow* find(const std::string& id) const {
     for (const auto& r : rows_)
@@ -139,7 +143,11 @@ class Predictor {
     if (cached == runs_.end()) {
       CachedRun c;
       try {
-        RunOutput out = run_scenario(path, row.variant, sets, std::nullopt, false);
+        RunOutput out = points_ ? points_->run(path, row.variant, sets, std::nullopt, RunOutput{})
+                                : run_scenario(path, row.variant, sets, std::nullopt, false);
+        if (out.doc.is_null()) throw std::runtime_error("not run: a job line of the --emit-joblist file");
+        // A run read from the folder has its numbers; the platform's sources come from loading it again.
+        if (out.provenance.empty()) out.provenance = scenario_provenance(path, row.variant, sets);
         c.results = std::move(out.results);
         c.provenance = std::move(out.provenance);
       } catch (const std::exception& e) {
@@ -168,6 +176,7 @@ class Predictor {
   const std::vector<CalibrationRow>& rows_;
   std::string file_;
   std::vector<scenario::Override> extra_;
+  PointStore* points_ = nullptr;
   std::map<std::string, CachedRun> runs_;
   std::map<std::string, Prediction> predictions_;
   std::set<std::string> in_progress_;

@@ -49,6 +49,10 @@ struct TraceOptions {
 RunOutput run_scenario(const std::string& path, const std::string& variant,
                        const std::vector<scenario::Override>& overrides, std::optional<std::uint64_t> seed,
                        bool progress, const TraceOptions* trace = nullptr, const std::string& platform_file = "");
+/// The platform numbers a run of the scenario variant with these overrides reads, with their sources,
+/// from loading it (nothing runs).
+std::vector<config::Provenance> scenario_provenance(const std::string& path, const std::string& variant,
+                                                    const std::vector<scenario::Override>& overrides);
 /// Throws ConfigError when a --set key is one that `variants` (the ones run) set: such a --set
 /// would quietly change what the variant means. `allow` (--override-variant) permits it.
 void check_sets_keep_variants(const scenario::LoadedScenario& s, const std::vector<std::string>& variants,

@@ -156,6 +156,13 @@ RunOutput run_scenario(const std::string& path, const std::string& variant,
   return finish_run(path, s, variant, run, r, used_seed, overrides, wall0);
 }
 
+std::vector<config::Provenance> scenario_provenance(const std::string& path, const std::string& variant,
+                                                    const std::vector<scenario::Override>& overrides) {
+  const auto s = scenario::load_scenario(path, variant, overrides);
+  scenario::Run run(s, s.seed);  // (keeps a reference to `s`)
+  return run.registry().provenance();
+}
+
 RunOutput finish_run(const std::string& path, const scenario::LoadedScenario& s, const std::string& named_variant,
                      scenario::Run& run, const scenario::Results& r, std::uint64_t used_seed,
                      const std::vector<scenario::Override>& overrides,

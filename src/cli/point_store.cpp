@@ -94,4 +94,18 @@ void PointStore::write_joblist() const {
   write_file_atomically(joblist_, text);
 }
 
+std::string PointStore::joblist_written(const std::string& command) const {
+  return fmt::format(
+      "{0}: wrote {1} job(s) to {2} ({3} run(s) already in {4}); run them (here: parallel < {2}; on Slurm:\n"
+      "scripts/sweep.py --joblist {2} --backend slurm), then give the same command with --points {4} and\n"
+      "without --emit-joblist to collect\n",
+      command, jobs(), joblist_, reused_, dir_);
+}
+
+std::string PointStore::summary(const std::string& command) const {
+  return fmt::format("{}: {} run(s) read from {}, {} run here{}\n", command, reused_, dir_, ran_,
+                     stale_ > 0 ? fmt::format(" ({} stale: made by another build or before an input file changed)", stale_)
+                                : "");
+}
+
 }  // namespace cohsim::cli

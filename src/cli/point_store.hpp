@@ -1,7 +1,9 @@
-// A folder of finished runs that a sensitivity study reads instead of running
-// them, and the job list that fills it elsewhere (GNU parallel, a cluster):
-// `cohsim sensitivity ... --points DIR --emit-joblist FILE`, run the lines,
-// then the same command with `--points DIR` collects.
+// A folder of finished runs that a sensitivity study or a validation reads
+// instead of running them, and the job list that fills it elsewhere (GNU
+// parallel, a cluster): `cohsim sensitivity|validate ... --points DIR
+// --emit-joblist FILE`, run the lines (`parallel < FILE`, or
+// `scripts/sweep.py --joblist FILE --backend slurm`), then the same command
+// with `--points DIR` collects.
 #pragma once
 
 #include <optional>
@@ -27,6 +29,10 @@ class PointStore {
                 std::optional<std::uint64_t> seed, const RunOutput& placeholder);
   /// Writes the job list (atomically); one line per run not in the folder.
   void write_joblist() const;
+  /// What `command` (sensitivity, validate) says after writing the job list: how many, where, how to run them.
+  std::string joblist_written(const std::string& command) const;
+  /// What `command` says after a run with the folder: how many runs were read, how many ran here, how many stale.
+  std::string summary(const std::string& command) const;
 
   int reused() const { return reused_; }
   int ran() const { return ran_; }

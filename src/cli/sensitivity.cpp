@@ -10,6 +10,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <unistd.h>
 
 namespace cohsim::cli {
 
@@ -33,6 +34,18 @@ const char* input_kind_name(InputKind kind) {
 }
 
 namespace {
+
+/// Progress is a line on a terminal, rewritten in place; none when quiet or when stderr is a file or a pipe.
+bool shows_progress(const SensitivityOptions& o) {
+  static const bool tty = ::isatty(STDERR_FILENO) != 0;
+  return !o.quiet && tty;
+}
+void progress(const SensitivityOptions& o, const std::string& text) {
+  if (shows_progress(o)) std::cerr << "\r" << text << "            ";
+}
+void progress_end(const SensitivityOptions& o) {
+  if (shows_progress(o)) std::cerr << "\n";
+}
 
 std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
@@ -134,7 +147,7 @@ std::vector<Input> uncertain_inputs(const SensitivityOptions& o, scenario::Run& 
       continue;
     }
     if (p.calibration_rows().empty()) continue;
-    if (!o.quiet) std::cerr << fmt::format("\rsensitivity: range of calibrated {}/{} {}            ", ++done, calibrated, p.path);
+    progress(o, fmt::format("sensitivity: range of calibrated {}/{} {}", ++done, calibrated, p.path));
     CalibratedRange blank;
     blank.platform = platform_file;
     blank.param = p.path;
@@ -149,7 +162,7 @@ std::vector<Input> uncertain_inputs(const SensitivityOptions& o, scenario::Run& 
     ranges.push_back(r);
     if (!r["low"].is_null()) inputs.push_back({p.path, InputKind::calibrated, {r["low"], r["high"]}});
   }
-  if (!o.quiet && done > 0) std::cerr << "\n";
+  if (done > 0) progress_end(o);
   return inputs;
 }
 
@@ -317,9 +330,8 @@ int run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& n
     if (!full) outcomes[i].screen_score = outcomes[i].score;
   };
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (!o.quiet)
-      std::cerr << fmt::format("\rsensitivity: {} {}/{} {}            ", screening ? "screening" : "input", i + 1,
-                               inputs.size(), inputs[i].path);
+    progress(o, fmt::format("sensitivity: {} {}/{} {}", screening ? "screening" : "input", i + 1, inputs.size(),
+                            inputs[i].path));
     run_input(i, !screening);
   }
   std::vector<std::size_t> order(inputs.size());
@@ -329,7 +341,7 @@ int run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& n
   if (screening) {
     const std::size_t n = std::min(order.size(), static_cast<std::size_t>(std::max(o.full_runs, 0)));
     for (std::size_t k = 0; k < n; ++k) {
-      if (!o.quiet) std::cerr << fmt::format("\rsensitivity: full length {}/{} {}            ", k + 1, n, inputs[order[k]].path);
+      progress(o, fmt::format("sensitivity: full length {}/{} {}", k + 1, n, inputs[order[k]].path));
       run_input(order[k], true);
     }
     // Full-length inputs first (by their full-length effect), then the screened ones.
@@ -337,22 +349,13 @@ int run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& n
       return outcomes[a].full != outcomes[b].full ? outcomes[a].full : by_score(a, b);
     });
   }
-  if (!o.quiet && !inputs.empty()) std::cerr << "\n";
+  if (!inputs.empty()) progress_end(o);
   if (o.points != nullptr && o.points->emitting()) {
     o.points->write_joblist();
-    std::cout << fmt::format(
-        "sensitivity: wrote {} job(s) to {} ({} run(s) already in {}); run them (GNU parallel: parallel < {}),\n"
-        "then give the same command with --points {} and without --emit-joblist to collect\n",
-        o.points->jobs(), o.points->joblist(), o.points->reused(), o.points->dir(), o.points->joblist(),
-        o.points->dir());
+    std::cout << o.points->joblist_written("sensitivity");
     return 0;
   }
-  if (o.points != nullptr && !o.quiet)
-    std::cerr << fmt::format("sensitivity: {} run(s) read from {}, {} run here{}\n", o.points->reused(),
-                             o.points->dir(), o.points->ran(),
-                             o.points->stale() > 0 ? fmt::format(" ({} stale: made by another build or before an input file changed)",
-                                                                  o.points->stale())
-                                              : "");
+  if (o.points != nullptr && !o.quiet) std::cerr << o.points->summary("sensitivity");
 
   json table = json::array(), listed = json::array(), full_names = json::array(), screened_names = json::array();
   for (std::size_t i : order) {

@@ -242,7 +242,7 @@ void write_expected(const std::vector<const CalibrationRow*>& selected, Predicto
 int cmd_validate(const std::vector<std::string>& args) {
   const std::string default_calibration = source_dir() + "/data/calibration.json";
   std::string only, row_id, json_out, report_dir, calibration = default_calibration, known_file, expected_file;
-  std::string fail_on = "any";
+  std::string fail_on = "any", points_dir, joblist;
   bool quiet = false, write = false;
   po::options_description d("cohsim validate [options]");
   d.add_options()("help,h", "this help")("only", po::value(&only), "run only rows whose id starts with PREFIX")(
@@ -261,6 +261,13 @@ int cmd_validate(const std::vector<std::string>& args) {
       "fail-on", po::value(&fail_on),
       "any (default): exit 1 on MISS, NOW FITS, MOVED or ERROR; new-misses: only on MISS or ERROR (a CI that "
       "tracks the model's misses, not its drift)")(
+      "points", po::value(&points_dir),
+      "read each row's run from DIR when it is there (made by this build from the same input files), and keep "
+      "the runs made here in it")(
+      "emit-joblist", po::value(&joblist),
+      "with --points DIR: write the runs not in DIR as job lines to FILE (one `cohsim run` each, for GNU parallel "
+      "or scripts/sweep.py --joblist FILE --backend slurm) instead of running them; then the same command with "
+      "--points DIR judges the rows")(
       "quiet,q", po::bool_switch(&quiet), "print only the summary line");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(d).run(), vm);
@@ -290,6 +297,14 @@ int cmd_validate(const std::vector<std::string>& args) {
   }
   if (fail_on != "any" && fail_on != "new-misses")
     throw config::ConfigError("--fail-on", fail_on, "expected any or new-misses");
+  if (!joblist.empty()) {
+    if (points_dir.empty())
+      throw config::ConfigError("--emit-joblist", joblist, "needs --points DIR: the folder the jobs write their runs to");
+    if (!json_out.empty() || !report_dir.empty() || write)
+      throw config::ConfigError("--emit-joblist", joblist,
+                                "judges no row: give --json/--report/--write-expected to the collecting command "
+                                "(--points alone)");
+  }
   const std::string dir = std::filesystem::path(calibration).parent_path().string();
   Judging j;
   j.known_misses_file = known_file.empty() ? (dir.empty() ? "" : dir + "/") + "known-misses.json" : known_file;
@@ -306,6 +321,8 @@ int cmd_validate(const std::vector<std::string>& args) {
 
   // The rows asked for, and the parts of the derived ones among them.
   Predictor predictor(rows, calibration);
+  std::optional<PointStore> points;
+  if (!points_dir.empty()) predictor.use_points(&points.emplace(points_dir, joblist));
   std::set<std::string> wanted;
   std::vector<std::string> todo;
   for (const auto& r : rows)
@@ -325,6 +342,12 @@ int cmd_validate(const std::vector<std::string>& args) {
   for (const auto& r : rows)
     if (wanted.count(r.id)) selected.push_back(&r);
   const bool every_row = selected.size() == rows.size();
+  if (points && points->emitting()) {
+    for (const CalibrationRow* r : selected) predictor.predict(r->id);
+    points->write_joblist();
+    std::cout << points->joblist_written("validate");
+    return kOk;
+  }
 
   if (write) {
     for (const CalibrationRow* r : selected)
@@ -371,6 +394,7 @@ int cmd_validate(const std::vector<std::string>& args) {
       fmt::format("validate: {} ok, {} known misses, {} missed, {} moved, {} now fit, {} errors", count["ok"],
                   count["known miss"], count["MISS"], count["MOVED"], count["NOW FITS"], count["ERROR"]);
   std::cout << summary << "\n";
+  if (points && !quiet) std::cerr << points->summary("validate");
   if (!json_out.empty())
     write_file_atomically(json_out,
                           json{{"rows", out}}.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

@@ -409,5 +409,62 @@ class MultiMachineTest(SweepCase):
         self.assertEqual(r.returncode, 2)
 
 
+class JoblistTest(SweepCase):
+    """sweep.py --joblist FILE: a job list cohsim wrote (sensitivity|validate --emit-joblist), run here."""
+
+    def write_jobs(self, *lines):
+        (self.tmp / "res").mkdir(exist_ok=True)  # the points folder, which cohsim makes when it emits
+        jobs = self.tmp / "jobs.txt"
+        jobs.write_text("".join(l + "\n" for l in lines))
+        return jobs
+
+    def job(self, name, *sets):
+        return "cd %s && %s %s run %s %s --json res/%s.json -q" % (
+            self.tmp, sys.executable, FAKE, self.scenario,
+            " ".join("--set %s" % s for s in sets), name)
+
+    def test_runs_the_lines_without_a_result_and_only_those(self):
+        jobs = self.write_jobs(self.job("a", "cpus=2"), self.job("b", "cpus=4"))
+        r = self.sweep("--joblist", str(jobs), "-q", scenario=False, cohsim=None)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(cr.is_complete(self.tmp / "res" / "a.json"))
+        self.assertTrue(cr.is_complete(self.tmp / "res" / "b.json"))
+        self.assertEqual(len(self.calls()), 2)
+        (self.tmp / "res" / "b.json").unlink()  # a lost result: that line alone runs again
+        r = self.sweep("--joblist", str(jobs), scenario=False, cohsim=None)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(self.calls()), 3)
+        self.assertIn("cpus=4", " ".join(self.calls()[-1]))
+        self.assertIn("1 of 2 line(s)", r.stderr)
+
+    def test_a_failed_line_exits_1_with_its_stderr_kept(self):
+        jobs = self.write_jobs(self.job("a", "cpus=2"), self.job("b", "cpus=4"))
+        r = self.sweep("--joblist", str(jobs), "-q", env={"FAKE_COHSIM_FAIL": "cpus=4"},
+                       scenario=False, cohsim=None)
+        self.assertEqual(r.returncode, 1)
+        self.assertTrue((self.tmp / "jobs.sweep" / "b.err").exists())
+        self.assertTrue(cr.is_complete(self.tmp / "res" / "a.json"))
+
+    def test_bad_job_lists_exit_2(self):
+        for text, why in (("echo no result\n", "no --json FILE"),
+                          (self.job("a") + "\n" + self.job("a") + "\n", "ids of a job list must differ"),
+                          ("cd 'unclosed\n", "not a shell command")):
+            jobs = self.tmp / "bad.txt"
+            jobs.write_text(text)
+            r = self.sweep("--joblist", str(jobs), scenario=False, cohsim=None)
+            self.assertEqual(r.returncode, 2, text)
+            self.assertIn(why, r.stderr)
+        r = self.sweep("--joblist", str(self.tmp / "none.txt"), scenario=False, cohsim=None)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("cannot read the job list", r.stderr)
+        r = self.sweep("--joblist", str(self.tmp / "bad.txt"), "--collect", str(self.out),
+                       scenario=False, cohsim=None)
+        self.assertEqual(r.returncode, 2)
+        r = self.sweep("--joblist", str(self.tmp / "bad.txt"), "--chunk", "3", scenario=False,
+                       cohsim=None)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("need --backend slurm", r.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
