@@ -130,6 +130,7 @@ def load_compare(data):
             "failed": len(runs_in) - len(docs),
             "sensitivity": data.get("sensitivity") or None,
             "difference_range": data.get("difference_range") or None,
+            "sensitivity_mode": data.get("sensitivity_mode") or None,
             "provenance": {k: data.get(k) for k in ("command", "git_commit", "git_dirty", "build_id", "version",
                                                     "inputs")},
             "source": "compare.json"}
@@ -459,8 +460,13 @@ def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measure
 
     plots = []
     sens = [s for s in (data.get("sensitivity") or []) if isinstance(s, dict)]
-    if sens or data.get("difference_range"):
+    mode = data.get("sensitivity_mode") if isinstance(data.get("sensitivity_mode"), dict) else {}
+    if sens or data.get("difference_range") or mode.get("mode") == "none":
         blocks.append(("h2", "Sensitivity"))
+    if mode.get("mode") == "quick":
+        blocks.append(("p", "These are the %s" % mode.get("what", "quick ranges")))
+    elif mode.get("mode") == "none":
+        blocks.append(("p", "No range is given for the differences: %s." % mode.get("why", "")))
     if sens:
         same = len({(s.get("metric"), s.get("variant")) for s in sens}) == 1
         if same:

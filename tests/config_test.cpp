@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
+#include "cohsim/config/sha256.hpp"
 #include "test_support.hpp"
 
 using namespace cohsim;
@@ -180,6 +182,54 @@ TEST_CASE("every row a shipped scenario's numbers say they were fitted to exists
       }
   }
   CHECK(named > 0);
+}
+
+TEST_CASE("every shipped scenario with variants has a screen that loads in each variant and shortens the run",
+          "[config]") {
+  int screened = 0;
+  for (const auto& e : std::filesystem::directory_iterator(source_path("configs/scenarios"))) {
+    const auto base = scenario::load_scenario(e.path().string(), "", {});
+    INFO(e.path().filename().string());
+    if (base.variants.size() < 2) continue;
+    if (base.screen.empty()) {  // the one scenario left without: its HPET variant does not run at any length yet
+      CHECK(e.path().filename() == "hpet-superdome-flex.json");
+      continue;
+    }
+    ++screened;
+    for (const auto& v : base.variants) {
+      auto s = scenario::load_scenario(e.path().string(), v, base.screen);
+      scenario::Run run(s, 1);  // every screen value is a valid setting of the workload (bounds included)
+      for (const auto& x : base.screen) {
+        INFO(v << ": " << x.key);
+        const json screen_value = config::parse_set_value(x.value), full = run.params_used().value(x.key, json());
+        // a number or a time below the full run's (a time as text: compare the parsed ticks)
+        if (screen_value.is_number() && base.params.contains(x.key) && base.params[x.key].is_number())
+          CHECK(screen_value.get<double>() < base.params[x.key].get<double>());
+        CHECK_FALSE(full.is_null());
+      }
+    }
+  }
+  CHECK(screened >= 15);
+}
+
+TEST_CASE("every stored calibrated range was searched on the shipped platform and calibration files as they are",
+          "[config]") {
+  // compare's quick ranges reuse a stored range only for the file contents it records: after an edit of a
+  // platform or of data/calibration.json the range is not varied until scripts/calibrated_ranges.py runs again.
+  const json doc = config::load_json_file(source_path("data/calibrated-ranges.json"));
+  std::ifstream cal(source_path("data/calibration.json"), std::ios::binary);
+  const std::string cal_sha =
+      config::sha256_hex(std::string((std::istreambuf_iterator<char>(cal)), std::istreambuf_iterator<char>()));
+  std::set<std::string> platforms;
+  for (const auto& r : doc["calibrated_ranges"]["ranges"]) {
+    const std::string platform = r["platform"].get<std::string>();
+    INFO(platform << " " << r["param"].get<std::string>() << ": run scripts/calibrated_ranges.py");
+    CHECK(r["platform_sha256"] == config::sha256_hex(scenario::load_platform(source_path(platform)).doc.dump()));
+    CHECK(r["calibration_sha256"] == cal_sha);
+    CHECK(!r["low"].is_null());
+    platforms.insert(platform);
+  }
+  CHECK(platforms.count("configs/platforms/kunpeng920.json") == 1);
 }
 
 TEST_CASE("a platform switch may carry its source like a number, and a sourced non-boolean value is refused",

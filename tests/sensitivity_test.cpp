@@ -145,12 +145,41 @@ TEST_CASE("a coarse directory's look-up time is marked as having no effect under
   CHECK_THAT(exact.unused_because, Catch::Contains("presence core"));
   const auto coarse = provenance_of(kC2c, path, {{"platform.coherence.directory.presence", "socket"}});
   CHECK(coarse.unused_because.empty());
-  // every other value of the platform is used
+  // every other value of the platform is used, but for the devices c2c never touches
   auto s = scenario::load_scenario(kC2c, "", {});
   scenario::Run run(s, 1);
-  for (const auto& p : run.registry().provenance())
-    if (p.path != path && p.path != "platform.caches.llc.atomic_occupancy")  // (read only with atomic_unit pipelined)
+  for (const auto& p : run.registry().provenance()) {
+    INFO(p.path);
+    const bool device = p.path.rfind("platform.gic.", 0) == 0 || p.path.rfind("platform.smmu.", 0) == 0;
+    if (device) CHECK_THAT(p.unused_because, Catch::Contains("no model of the c2c workload uses the platform's"));
+    else if (p.path != path && p.path != "platform.caches.llc.atomic_occupancy")  // (read only with atomic_unit pipelined)
       CHECK(p.unused_because.empty());
+  }
+}
+
+TEST_CASE("a device section only the workloads that use the device read: sensitivity varies it only there",
+          "[sensitivity][config]") {
+  // An IPI benchmark uses the GIC, not the SMMU; dma-map-bench the SMMU, not the GIC.
+  auto unused = [](const std::string& scenario) {
+    auto s = scenario::load_scenario(source_path(scenario), "", {});
+    scenario::Run run(s, 1);
+    std::set<std::string> out;
+    for (const auto& p : run.registry().provenance())
+      if (!p.unused_because.empty()) out.insert(p.path.substr(0, p.path.find('.', 9)));
+    return out;
+  };
+  const auto ipi = unused("configs/scenarios/ipi-kunpeng920.json");
+  CHECK(ipi.count("platform.smmu") == 1);
+  CHECK(ipi.count("platform.gic") == 0);
+  const auto smmu = unused("configs/scenarios/smmu-kunpeng920.json");
+  CHECK(smmu.count("platform.gic") == 1);
+  CHECK(smmu.count("platform.smmu") == 0);
+  // a value set there is a warning that names the reason
+  auto r = run_cli("run " + quoted(source_path("configs/scenarios/ipi-kunpeng920.json")) +
+                   " --set rounds=1 --set platform.smmu.tlbi_time=300ns");
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("platform.smmu.tlbi_time") &&
+                           Catch::Contains("no model of the ipi-bench workload uses the platform's smmu section"));
 }
 
 TEST_CASE("a percent change from a zero baseline is not defined and never 0 %", "[sensitivity]") {
@@ -186,9 +215,13 @@ TEST_CASE("sensitivity varies workload estimates and when screening runs the fiv
   // occupancy, read only with caches.llc.atomic_unit pipelined)
   std::set<std::string> not_varied;
   for (const auto& n : doc["not_varied"]) not_varied.insert(n["param"].get<std::string>());
+  // (nor the SMMU's numbers: no model of the IPI benchmark uses the SMMU)
+  std::erase_if(not_varied, [](const std::string& p) { return p.rfind("platform.smmu.", 0) == 0; });
   CHECK(not_varied == std::set<std::string>{"platform.coherence.directory.unit_lookup",
                                             "platform.caches.llc.remote_home_lines",
                                             "platform.caches.llc.atomic_occupancy"});
+  CHECK_THAT(r.output, Catch::Contains("not varied, no effect here: platform.smmu.tlbi_time (no model of the "
+                                       "ipi-bench workload uses the platform's smmu section)"));
   CHECK_THAT(r.output, Catch::Contains("not varied, no effect here: platform.coherence.directory.unit_lookup"));
   for (const auto& in : doc["varied_inputs"]) CHECK(in["param"] != "platform.coherence.directory.unit_lookup");
   // calibrated numbers of a platform copy: their rows run on the shipped file, so they are not varied

@@ -29,7 +29,11 @@ struct CompareOptions {
   int full_runs = 5;
   int seeds = 1;
   bool quiet = false, verbose = false, override_variant = false;
+  bool no_sensitivity = false;  ///< compare --no-sensitivity: no quick ranges either
 };
+
+/// Inputs the quick screen of compare's default ranges re-runs at full length.
+constexpr int kQuickFullRuns = 3;
 
 bool parse_compare_like(const std::vector<std::string>& args, CompareOptions& o, const char* usage,
                         const char* what, bool with_sensitivity_flag, bool* sensitivity) {
@@ -65,7 +69,12 @@ bool parse_compare_like(const std::vector<std::string>& args, CompareOptions& o,
       "here. Then the same command with --points DIR collects");
   if (with_sensitivity_flag)
     d.add_options()("sensitivity", po::bool_switch(sensitivity),
-                    "also re-run each uncertain input at its range ends and state the range of each difference");
+                    "the full study: every uncertain input at its range ends at full length (calibrated ranges "
+                    "searched), and the range of each difference. Without it compare gives the quick ranges: "
+                    "every input screened with the scenario's \"screen\" short runs, the 3 that move most at "
+                    "full length, calibrated ranges from data/calibrated-ranges.json")(
+                    "no-sensitivity", po::bool_switch(&o.no_sensitivity),
+                    "no ranges at all: only the variants' runs");
   auto vm = parse_command_line(args, d, o.scenario, what);
   if (!vm) return false;
   if (o.scenario.empty()) throw po::error("missing SCENARIO");
@@ -201,6 +210,8 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
   if (o.seeds < 1) throw config::ConfigError("--seeds", std::to_string(o.seeds), "must be at least 1");
   if (!with_sensitivity && (!o.points_dir.empty() || !o.joblist.empty()))
     throw config::ConfigError("compare", "--points/--emit-joblist", "these belong to --sensitivity");
+  if (with_sensitivity && o.no_sensitivity)
+    throw config::ConfigError("compare", "--no-sensitivity", "not combined with --sensitivity: give one");
   if (!o.joblist.empty()) {
     if (o.points_dir.empty())
       throw config::ConfigError("--emit-joblist", o.joblist, "needs --points DIR: the folder the jobs write their runs to");
@@ -280,11 +291,55 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
         if (std::find(list.begin(), list.end(), label) == list.end()) list.push_back(label);
       }
   doc["unused_params"] = unused;
-  if (with_sensitivity) {
+  // Without --sensitivity, the quick ranges where they can be had; else why there are none.
+  bool quick = false;
+  std::vector<scenario::Override> quick_screen;
+  if (!with_sensitivity && !o.no_sensitivity && variants.size() > 1) {
+    const auto loaded = scenario::load_scenario(o.scenario, "", ov);
+    // The screen's settings, but for those the user's --set gives: a run set shorter by hand is its own screen.
+    for (const auto& x : loaded.screen)
+      if (std::none_of(ov.begin(), ov.end(), [&](const auto& u) { return u.key == x.key; })) quick_screen.push_back(x);
+    std::string why;
+    if (!o.platforms_csv.empty() || !o.platform_file.empty())
+      why = "not with --platform/--platforms (name the platform in a copy of the scenario)";
+    else if (o.seeds > 1)
+      why = "not with --seeds (the seed spread is shown instead)";
+    else if (loaded.screen.empty())
+      why = fmt::format("{} declares no \"screen\" (the settings of a short run): give --sensitivity for the full "
+                        "study", o.scenario);
+    quick = why.empty();
+    if (!quick) {
+      doc["sensitivity_mode"] = {{"mode", "none"}, {"why", why}};
+      if (!o.quiet) std::cerr << "compare: no ranges of the differences: " << why << "\n";
+    } else {
+      std::string screen;
+      for (const auto& x : quick_screen) screen += (screen.empty() ? "" : " ") + x.key + "=" + x.value;
+      doc["sensitivity_mode"] = {
+          {"mode", "quick"},
+          {"what", fmt::format("quick ranges: {}, calibrated inputs over the ranges stored in "
+                               "data/calibrated-ranges.json; --sensitivity for the full study",
+                               screen.empty() ? "every input at the run's length (its --set is shorter than the "
+                                                "scenario's screen)"
+                                              : fmt::format("every input screened with the scenario's short runs "
+                                                            "({}), the {} that move the result most at full length",
+                                                            screen, kQuickFullRuns))}};
+    }
+  } else if (with_sensitivity) {
+    doc["sensitivity_mode"] = {{"mode", "full"}};
+  }
+  if (with_sensitivity || quick) {
+    const std::string stored_ranges = source_dir() + "/data/calibrated-ranges.json";
     SensitivityOptions so{.scenario = o.scenario, .variants = variants, .overrides = ov, .seed = o.seed,
                           .metric = o.metric, .screen_sets = overrides_of(o.screen_sets), .full_runs = o.full_runs,
                           .calibration_file = o.calibration.empty() ? source_dir() + "/data/calibration.json" : o.calibration,
                           .ranges_from = o.ranges_from, .quiet = o.quiet};
+    if (quick) {
+      so.screen_sets = quick_screen;
+      so.full_runs = kQuickFullRuns;
+      so.ranges_from = std::filesystem::exists(stored_ranges) ? stored_ranges : "";
+      so.search_ranges = false;
+      if (!o.quiet) std::cerr << "compare: " << doc["sensitivity_mode"]["what"].get<std::string>() << "\n";
+    }
     std::optional<PointStore> points;
     if (!o.points_dir.empty()) so.points = &points.emplace(o.points_dir, o.joblist);
     const int failed = run_sensitivity(so, runs, doc);

@@ -81,6 +81,7 @@ int cmd_params(const std::vector<std::string>& args) {
   config::Reader reader(&s.params, s.file, "params", &reg, false, &workload_schema);
   const auto workload = scenario::workloads().at(s.workload).make(reader, machine);
   machine.check_platform_fully_read();  // a name no model reads fails as in run (with a did-you-mean)
+  scenario::mark_unasked_device_sections(machine, reg, s.workload);
   // A parameter the workload declares but did not read here has no effect (run warns); it is listed, marked.
   const auto unread = scenario::declared_but_unread_params(s, reg, s.seed);
   json checked = s.params;

@@ -111,7 +111,10 @@ int cmd_schema(const std::vector<std::string>& args) {
                {"variants", {{"type", "object"}, {"additionalProperties", {{"type", "object"}}},
                              {"description", "named parameter overrides"}}},
                {"baseline", {{"type", "string"}, {"description", "the variant others are compared against"}}},
-               {"seed", {{"type", "integer"}, {"minimum", 0}}}}},
+               {"seed", {{"type", "integer"}, {"minimum", 0}}},
+               {"screen", {{"type", "object"}, {"minProperties", 1},
+                           {"description", "the settings (as --set) of the short runs compare's quick ranges screen "
+                                           "every input with"}}}}},
              {"allOf", all_of}};
   std::cout << sc.dump(1) << "\n";
   return kOk;

@@ -6,11 +6,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <numeric>
 #include <set>
 #include <unistd.h>
+
+#include "cohsim/config/sha256.hpp"
 
 namespace cohsim::cli {
 
@@ -82,17 +85,38 @@ std::string set_text(const std::vector<scenario::Override>& ov) {
 
 std::string pct_text(std::optional<double> p) { return p ? fmt::format("{:+.2f}%", *p) : "n/a"; }
 
-json range_json(const CalibratedRange& r, const std::vector<scenario::Override>& platform_overrides) {
-  return {{"platform", canonical(r.platform)}, {"param", r.param}, {"nominal", r.nominal}, {"rows", r.rows},
-          {"low", r.low}, {"high", r.high}, {"low_outside", r.low_outside}, {"high_outside", r.high_outside},
-          {"runs", r.runs}, {"note", r.note}, {"platform_overrides", set_text(platform_overrides)}};
+/// A platform file as a stored range names it: relative to the source tree when it is in it (so that a range
+/// stored in data/calibrated-ranges.json holds in any clone), else its canonical path.
+std::string platform_key(const std::string& file) {
+  const std::string c = canonical(file), src = canonical(source_dir()) + "/";
+  return c.rfind(src, 0) == 0 ? c.substr(src.size()) : c;
 }
 
-/// A range from an earlier output (--ranges) for the same platform, parameter, nominal value and overrides.
+/// The SHA-256 of what a range was searched on: the platform document (includes resolved) or a file's bytes.
+std::string platform_sha256(const std::string& file) {
+  return config::sha256_hex(scenario::load_platform(file).doc.dump());
+}
+std::string file_sha256(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  return config::sha256_hex(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+}
+
+json range_json(const CalibratedRange& r, const std::vector<scenario::Override>& platform_overrides,
+                const std::string& calibration_file) {
+  return {{"platform", platform_key(r.platform)}, {"param", r.param}, {"nominal", r.nominal}, {"rows", r.rows},
+          {"low", r.low}, {"high", r.high}, {"low_outside", r.low_outside}, {"high_outside", r.high_outside},
+          {"runs", r.runs}, {"note", r.note}, {"platform_overrides", set_text(platform_overrides)},
+          {"platform_sha256", platform_sha256(r.platform)}, {"calibration_sha256", file_sha256(calibration_file)}};
+}
+
+/// A range from an earlier output (--ranges) for the same platform, parameter, nominal value and overrides,
+/// searched on the same platform document and calibration rows.
 std::optional<json> reusable_range(const json& earlier, const json& wanted) {
   for (const auto& e : earlier)
     if (e.is_object() && e.value("platform", "") == wanted["platform"] && e.value("param", "") == wanted["param"] &&
-        e.value("nominal", "") == wanted["nominal"] && e.value("platform_overrides", "") == wanted["platform_overrides"])
+        e.value("nominal", "") == wanted["nominal"] && e.value("platform_overrides", "") == wanted["platform_overrides"] &&
+        e.value("platform_sha256", "") == wanted["platform_sha256"] &&
+        e.value("calibration_sha256", "") == wanted["calibration_sha256"])
       return e;
   return std::nullopt;
 }
@@ -152,12 +176,15 @@ std::vector<Input> uncertain_inputs(const SensitivityOptions& o, scenario::Run& 
     blank.platform = platform_file;
     blank.param = p.path;
     blank.nominal = p.value;
-    json r = range_json(blank, platform_ov);
+    json r = range_json(blank, platform_ov, o.calibration_file);
     if (auto e = reusable_range(earlier, r)) {
       r = *e;
       r["note"] = r.value("note", "") + (r.value("note", "").empty() ? "" : "; ") + "reused from " + o.ranges_from;
+    } else if (!o.search_ranges) {
+      r["note"] = fmt::format("not varied: no stored range for this platform file and value{} (--sensitivity "
+                              "searches it)", o.ranges_from.empty() ? "" : " in " + o.ranges_from);
     } else {
-      r = range_json(calibrated_range(p, platform_file, search), platform_ov);
+      r = range_json(calibrated_range(p, platform_file, search), platform_ov, o.calibration_file);
     }
     ranges.push_back(r);
     if (!r["low"].is_null()) inputs.push_back({p.path, InputKind::calibrated, {r["low"], r["high"]}});
@@ -190,8 +217,12 @@ double score_of(const Outcome& out, const std::vector<RunOutput>& ref, const std
   return score;
 }
 
-/// The range of every metric's difference (variant vs baseline) over the nominal and the full-length outcomes.
-json difference_range(const SensitivityOptions& o, const std::vector<RunOutput>& nominal, const std::vector<Outcome>& outcomes) {
+/// The range of every metric's difference (variant vs baseline) over the nominal and every input's outcomes: a
+/// full-length outcome's difference as it is; a screened one's as the full-length nominal difference moved by
+/// what the input did to the difference in the short runs (its end's short-run difference less the short
+/// nominal's), so that an input the screen ranked low still widens the range.
+json difference_range(const SensitivityOptions& o, const std::vector<RunOutput>& nominal,
+                      const std::vector<RunOutput>& screen_nominal, const std::vector<Outcome>& outcomes) {
   struct Range {
     double low = 0, high = 0;
     bool any = false;
@@ -201,21 +232,34 @@ json difference_range(const SensitivityOptions& o, const std::vector<RunOutput>&
         ++undefined;
         return;
       }
+      d = std::round(*d * 1e9) / 1e9;  // a screened input's sum of differences: no 1e-14 % of rounding noise
       low = any ? std::min(low, *d) : *d;
       high = any ? std::max(high, *d) : *d;
       any = true;
     }
   };
   std::map<std::string, Range> range;
-  auto add = [&](const std::vector<RunOutput>& runs) {
-    for (std::size_t vi = 1; vi < runs.size(); ++vi)
-      for (const auto& [m, base] : runs[0].results.metrics)
-        range[m + " (" + o.variants[vi] + " vs " + o.variants.front() + ")"].add(pct(runs[vi].results.get(m), base));
+  auto diff = [](const std::vector<RunOutput>& runs, std::size_t vi, const std::string& m) -> std::optional<double> {
+    if (!runs[vi].results.has(m) || !runs[0].results.has(m)) return std::nullopt;
+    return pct(runs[vi].results.get(m), runs[0].results.get(m));
   };
-  add(nominal);
-  for (const auto& out : outcomes)
-    if (out.full && out.error.empty())
-      for (const auto& at : out.at) add(at);
+  auto name = [&](const std::string& m, std::size_t vi) { return m + " (" + o.variants[vi] + " vs " + o.variants.front() + ")"; };
+  for (std::size_t vi = 1; vi < nominal.size(); ++vi)
+    for (const auto& [m, base] : nominal[0].results.metrics) range[name(m, vi)].add(diff(nominal, vi, m));
+  for (const auto& out : outcomes) {
+    if (!out.error.empty()) continue;
+    for (const auto& at : out.at)
+      for (std::size_t vi = 1; vi < at.size(); ++vi)
+        for (const auto& [m, base] : nominal[0].results.metrics) {
+          if (out.full) {
+            range[name(m, vi)].add(diff(at, vi, m));
+            continue;
+          }
+          const auto d_full = diff(nominal, vi, m), d_at = diff(at, vi, m), d_short = diff(screen_nominal, vi, m);
+          range[name(m, vi)].add(d_full && d_at && d_short ? std::optional<double>(*d_full + *d_at - *d_short)
+                                                          : std::nullopt);
+        }
+  }
   json j = json::object();
   for (const auto& [k, r] : range) {
     if (r.undefined == 0 && r.low == 0 && r.high == 0) continue;  // a metric the variants do not change
@@ -277,7 +321,11 @@ void print_study(const SensitivityOptions& o, const std::vector<Input>& inputs, 
   }
   if (diff_range.empty()) return;
   std::cout << fmt::format("\nrange of each difference over the inputs' range ends and alternatives (one at a time{})\n",
-                           o.screen_sets.empty() ? "" : fmt::format("; the {} full-length inputs only", full));
+                           o.screen_sets.empty() ? ""
+                                                 : fmt::format("; the {} full-length inputs as run, the screened ones "
+                                                               "as the full-length difference moved by their change "
+                                                               "of it in the short runs",
+                                                               full));
   for (auto it = diff_range.begin(); it != diff_range.end(); ++it) {
     const auto& r = it.value();
     if (r["low"].is_null()) {
@@ -388,7 +436,7 @@ int run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& n
   doc["not_varied"] = not_varied;
   doc["screening"] = {{"screen_set", set_text(o.screen_sets)}, {"full_runs", o.full_runs},
                       {"full_length", full_names}, {"screened_only", screened_names}};
-  doc["difference_range"] = difference_range(o, nominal, outcomes);
+  doc["difference_range"] = difference_range(o, nominal, screen_nominal, outcomes);
   print_study(o, inputs, outcomes, order, nominal, screen_nominal, metric, ranges, not_varied, doc["difference_range"]);
   return static_cast<int>(std::count_if(outcomes.begin(), outcomes.end(), [](const auto& x) { return !x.error.empty(); }));
 }

@@ -68,6 +68,8 @@ struct SensitivityOptions {
   int full_runs = 5;                           ///< with screening: inputs re-run at full length
   std::string calibration_file;
   std::string ranges_from;                     ///< an earlier --json output whose calibrated ranges are reused
+  /// Whether a calibrated input with no reusable range is searched (false: it is not varied, and says so).
+  bool search_ranges = true;
   bool quiet = false;
   /// --points DIR: each run is read from the folder when it is there (and written to it when run here);
   /// with --emit-joblist the missing ones become job lines instead.

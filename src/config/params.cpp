@@ -291,6 +291,11 @@ void Registry::mark_unused(const std::string& path, std::string why) {
     }
 }
 
+void Registry::mark_unused_under(const std::string& prefix, const std::string& why) {
+  for (auto& p : provenance_)
+    if (p.path.rfind(prefix, 0) == 0 && p.unused_because.empty()) p.unused_because = why;
+}
+
 void Reader::unused(std::string_view key, std::string why) {
   if (!schema_mode()) registry_->mark_unused(path_of(key), std::move(why));
 }

@@ -26,12 +26,22 @@ Interconnect::Interconnect(config::Reader r, const topo::Topology& topo, const s
   for (int i = 0; i < topo::kHopClasses; ++i) {
     auto c = static_cast<HopClass>(i);
     const bool exists = topo.hop_class_exists(c);
-    if (!exists && !r.schema_mode()) {
+    // An SMT hop on a machine run with one thread per core is read and has no effect: a platform whose
+    // threads_per_core is uncertain (a range reaching 2) keeps its costs for the other end.
+    const bool idle_smt = !exists && !r.schema_mode() && c == HopClass::smt && r.has(topo::hop_class_name(c));
+    if (!exists && !r.schema_mode() && !idle_smt) {
       if (r.has(topo::hop_class_name(c)))
         r.fail(topo::hop_class_name(c), "this machine has no such hop (check the topology section)");
       continue;
     }
     config::Reader h = r.section(topo::hop_class_name(c), hop_doc(c), /*optional=*/r.schema_mode());
+    if (idle_smt) {
+      for (const char* k : {"latency", "occupancy"}) {
+        h.time(k, Spec{.doc = "as on a machine with SMT", .max = 1e7});
+        h.unused(k, "one thread per core here (topology.threads_per_core 1): no SMT hop");
+      }
+      continue;
+    }
     costs_[static_cast<std::size_t>(i)].latency =
         h.time("latency", Spec{.doc = "one-way latency of one message over this hop", .min = 1, .max = 1e7});
     costs_[static_cast<std::size_t>(i)].occupancy = h.time(

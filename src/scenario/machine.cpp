@@ -57,6 +57,19 @@ Machine::Machine(const PlatformDoc& platform, std::uint64_t seed, config::Regist
 
 Machine::~Machine() = default;
 
+std::vector<std::string> Machine::device_sections_not_asked() const {
+  std::vector<std::string> out;
+  const std::array<std::pair<bool, const char*>, kDeviceSections> present = {{{smmu_params_.has_value(), "smmu"},
+                                                                             {hpet_params_.has_value(), "hpet"},
+                                                                             {uv_rtc_params_.has_value(), "uv_rtc"},
+                                                                             {gic_params_.has_value(), "gic"},
+                                                                             {apic_params_.has_value(), "apic"}}};
+  for (int d = 0; d < kDeviceSections; ++d)
+    if (present[static_cast<std::size_t>(d)].first && !asked_[static_cast<std::size_t>(d)])
+      out.emplace_back(present[static_cast<std::size_t>(d)].second);
+  return out;
+}
+
 fabric::FabricParams read_fabric_params(config::Reader& root) {
   return fabric::FabricParams(root.section("caches", "cache levels"),
                               root.section("coherence", "directory and snoop costs, arbitration"),

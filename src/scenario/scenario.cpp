@@ -82,10 +82,19 @@ LoadedScenario load_scenario(const std::string& path, const std::string& variant
   s.file = path;
   json doc = config::load_json_file(path);
   static const std::vector<std::string> allowed = {"description", "platform", "workload", "params", "variants",
-                                                   "baseline", "seed"};
+                                                   "baseline", "seed", "screen"};
   for (auto it = doc.begin(); it != doc.end(); ++it)
     if (it.key()[0] != '_' && std::find(allowed.begin(), allowed.end(), it.key()) == allowed.end())
-      throw ConfigError(path, it.key(), "unknown key (a scenario has: description, platform, workload, params, variants, baseline, seed)");
+      throw ConfigError(path, it.key(),
+                        "unknown key (a scenario has: description, platform, workload, params, variants, baseline, "
+                        "seed, screen)");
+  if (doc.contains("screen")) {
+    // The short runs compare's default ranges screen with: params names (or platform.PATH) -> value, as --set.
+    if (!doc["screen"].is_object() || doc["screen"].empty())
+      throw ConfigError(path, "screen", "expected an object of the settings of a short run, e.g. {\"rounds\": 10}");
+    for (auto it = doc["screen"].begin(); it != doc["screen"].end(); ++it)
+      s.screen.push_back({it.key(), it.value().is_string() ? it.value().get<std::string>() : it.value().dump()});
+  }
   auto need_string = [&](const char* key) {
     if (!doc.contains(key) || !doc[key].is_string())
       throw ConfigError(path, key, "missing or not a string");
@@ -156,6 +165,12 @@ LoadedScenario load_scenario(const std::string& path, const std::string& variant
   return s;
 }
 
+void mark_unasked_device_sections(const Machine& m, config::Registry& reg, const std::string& workload) {
+  for (const auto& section : m.device_sections_not_asked())
+    reg.mark_unused_under("platform." + section + ".",
+                          fmt::format("no model of the {} workload uses the platform's {} section", workload, section));
+}
+
 Run::Run(const LoadedScenario& s, std::uint64_t seed) : s_(s) {
   for (const auto& o : s.overrides)
     registry_.overridden.insert(o.key.rfind("platform.", 0) == 0 ? o.key : "params." + o.key);
@@ -163,6 +178,7 @@ Run::Run(const LoadedScenario& s, std::uint64_t seed) : s_(s) {
   config::Reader params(&s.params, s.file, "params", &registry_, /*sourced=*/false);
   workload_ = workloads().at(s.workload).make(params, *machine_);
   machine_->check_platform_fully_read();
+  mark_unasked_device_sections(*machine_, registry_, s.workload);
   // A parameter the workload declares but did not read on this platform has
   // no effect: a warning, not the error an unknown key is.
   json checked = s.params;
@@ -179,7 +195,7 @@ Run::Run(const LoadedScenario& s, std::uint64_t seed) : s_(s) {
     const std::string key = is_param ? path.substr(7) : path;
     const json value = is_param ? s.params.at(key) : registry_.used.count(path) ? registry_.used.at(path) : json();
     const std::string by = set_by(s, key);
-    cohsim::log("scenario")->warn("{} = {} (set by {}) has no effect on this platform: {}", key, value.dump(),
+    cohsim::log("scenario")->warn("{} = {} (set by {}) has no effect in this run: {}", key, value.dump(),
                                   by.empty() ? "the scenario file" : by, why);
   }
   cohsim::log("scenario")->debug("{}: workload {} variant '{}' on {} ({} CPUs), seed {}", s.file, s.workload,

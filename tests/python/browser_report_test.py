@@ -38,7 +38,8 @@ class ReportInBrowserTest(unittest.TestCase):
         cls.report = OUT / "ipi-compare"
         shutil.rmtree(cls.report, ignore_errors=True)
         OUT.mkdir(parents=True, exist_ok=True)
-        # Four variants, a few rounds: a report with three charts in a few seconds.
+        # Four variants, a few rounds: a report with four charts in a few seconds (the quick ranges
+        # run every input at these rounds: the --set is shorter than the scenario's screen).
         r = subprocess.run([str(COHSIM), "compare", str(SCENARIO), "--set", "rounds=20",
                             "--report", str(cls.report), "-q"],
                            capture_output=True, text=True, timeout=120)
@@ -50,8 +51,9 @@ class ReportInBrowserTest(unittest.TestCase):
         images, problems = browser_check.check_page(self.report / "report.html", self.chromium,
                                                     screenshot=shot)
         self.assertEqual(problems, [])
-        # one bar chart per headline metric (ns_per_call, total_ms) and the difference chart
-        self.assertEqual(len(images), 3)
+        # one bar chart per headline metric (ns_per_call, total_ms), the difference chart and the
+        # quick ranges' tornado
+        self.assertEqual(len(images), 4)
         self.assertGreater(shot.stat().st_size, 10000)
         self.assertEqual(shot.read_bytes()[:8], b"\x89PNG\r\n\x1a\n")
 
@@ -61,7 +63,7 @@ class ReportInBrowserTest(unittest.TestCase):
         broken.write_text(html.replace("base64,iVBORw0KGgo", "base64,notapng", 1).replace(
             "</body>", "<script>console.error('from the page')</script></body>"))
         images, problems = browser_check.check_page(broken, self.chromium)
-        self.assertEqual(len(images), 3)
+        self.assertEqual(len(images), 4)
         self.assertEqual(len(problems), 2, problems)
         self.assertRegex(problems[0], r"^image 1 \(.*\) did not load: .* natural size 0x0$")
         self.assertEqual(problems[1], "console.error: from the page")

@@ -85,6 +85,8 @@ class Registry {
   void add_provenance(Provenance p) { provenance_.push_back(std::move(p)); }
   /// Marks the value read at `path` as having no effect here (Provenance::unused_because).
   void mark_unused(const std::string& path, std::string why);
+  /// Marks every value read under `prefix` (e.g. "platform.smmu.") that has no reason yet as having no effect.
+  void mark_unused_under(const std::string& prefix, const std::string& why);
   const std::vector<Provenance>& provenance() const { return provenance_; }
   /// Every value read, defaults included, by dotted path.
   std::map<std::string, json> used;

@@ -3,6 +3,8 @@
 // (interrupt controller, devices) by reading them from `platform()`.
 #pragma once
 
+#include <array>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,16 +62,21 @@ class Machine {
   const cpu::CpuParams& cpu_params() const { return cpu_params_; }
   const PlatformDoc& platform() const { return platform_; }
   config::Registry& registry() { return registry_; }
+  // The device sections, each built into its model only by a workload that
+  // uses the device: asking for one records that the run's models read it.
   /// The platform's "smmu" section (SMMUv3), nullptr when it has none.
-  const devices::SmmuParams* smmu_params() const { return smmu_params_ ? &*smmu_params_ : nullptr; }
+  const devices::SmmuParams* smmu_params() const { return asked(kSmmu, smmu_params_); }
   /// The platform's "hpet" section (HPET and TSC clocksources), nullptr when it has none.
-  const devices::HpetParams* hpet_params() const { return hpet_params_ ? &*hpet_params_ : nullptr; }
+  const devices::HpetParams* hpet_params() const { return asked(kHpet, hpet_params_); }
   /// The platform's "uv_rtc" section (the node controllers' hub RTC), nullptr when it has none.
-  const devices::UvRtcParams* uv_rtc_params() const { return uv_rtc_params_ ? &*uv_rtc_params_ : nullptr; }
+  const devices::UvRtcParams* uv_rtc_params() const { return asked(kUvRtc, uv_rtc_params_); }
   /// The platform's "gic" section (arm64 interrupt controller), nullptr when it has none.
-  const irq::GicParams* gic_params() const { return gic_params_ ? &*gic_params_ : nullptr; }
+  const irq::GicParams* gic_params() const { return asked(kGic, gic_params_); }
   /// The platform's "apic" section (x86 local APIC), nullptr when it has none.
-  const irq::ApicParams* apic_params() const { return apic_params_ ? &*apic_params_ : nullptr; }
+  const irq::ApicParams* apic_params() const { return asked(kApic, apic_params_); }
+  /// The device sections the platform has that no model asked for (above) since the machine was built:
+  /// no model of the run reads their values ("smmu", "hpet", "uv_rtc", "gic", "apic").
+  std::vector<std::string> device_sections_not_asked() const;
 
  private:
   PlatformDoc platform_;
@@ -90,6 +97,13 @@ class Machine {
   std::optional<devices::UvRtcParams> uv_rtc_params_;
   std::optional<irq::GicParams> gic_params_;
   std::optional<irq::ApicParams> apic_params_;
+  enum DeviceSection { kSmmu, kHpet, kUvRtc, kGic, kApic, kDeviceSections };
+  mutable std::array<bool, kDeviceSections> asked_{};  ///< a model asked for the section
+  template <class P>
+  const P* asked(DeviceSection d, const std::optional<P>& params) const {
+    asked_[d] = true;
+    return params ? &*params : nullptr;
+  }
 };
 
 }  // namespace cohsim::scenario

@@ -77,6 +77,9 @@ struct LoadedScenario {
   std::vector<Override> overrides;
   /// Each variant's settings as in the file: params names, or "platform.PATH" for a platform value.
   std::map<std::string, config::json> variant_settings;
+  /// The file's "screen": the settings (as --set) of the short runs that compare's default sensitivity screen
+  /// runs every input with; empty when the file has none.
+  std::vector<Override> screen;
 };
 /// Loads SCENARIO, selects `variant` ("" = the default) and applies overrides;
 /// a non-empty `platform_file` replaces the platform the scenario names.
@@ -122,6 +125,9 @@ std::vector<std::string> declared_but_unread_params(const LoadedScenario& s, con
 /// Where `s` sets `key` (a params name or platform.PATH) beyond its file: "--set", "variant 'V'", or
 /// empty (the scenario file, or a default).
 std::string set_by(const LoadedScenario& s, const std::string& key);
+/// Marks the values of every device section (SMMU, HPET, hub RTC, GIC, APIC) that `m` has and no model of
+/// `workload` asked for as having no effect (the SMMU under an IPI benchmark). Call once the workload is built.
+void mark_unasked_device_sections(const Machine& m, config::Registry& reg, const std::string& workload);
 /// Why a workload parameter of `s` that its workload declares but did not read has no effect on `m`.
 std::string unread_param_reason(const LoadedScenario& s, const Machine& m);
 
