@@ -431,6 +431,35 @@ def check_names(cohsim, scenario, params, variants, fixed, override_variant=Fals
                     "variant %s: " % variant if variant else "", message))
 
 
+def run_jobs(args, jobs, progress):
+    """Runs `jobs` [(id, argv, result JSON path, stderr file)] -j at a time, each failure shown (the
+    first DETAILED_FAILURES in full); returns ({id: failure text}, interrupted)."""
+    runner = Runner(args.timeout)
+    failures = {}
+    interrupted = False
+    pool = ThreadPoolExecutor(max_workers=args.jobs)
+    try:
+        futs = {pool.submit(runner.run, cmd, jp, err): pid for pid, cmd, jp, err in jobs}
+        for fut in as_completed(futs):
+            res = fut.result()
+            if res is None:
+                continue
+            ok, seconds, text = res
+            if not ok:
+                failures[futs[fut]] = text
+                if not args.quiet:
+                    progress.message(text if len(failures) <= DETAILED_FAILURES
+                                     else text.split("\n")[0] + " (see its .err file)")
+            progress.point_done(futs[fut], ok, seconds)
+    except KeyboardInterrupt:
+        interrupted = True
+        runner.kill_all()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        progress.close()
+    return failures, interrupted
+
+
 def run_sweep(args, scenario, params, variants, seeds, fixed, out_dir):
     cohsim = resolve_cohsim(args.cohsim)
     points = expand_grid(params, variants, seeds)
@@ -488,33 +517,12 @@ def run_sweep(args, scenario, params, variants, seeds, fixed, out_dir):
         sys.stderr.write("resuming: %d of %d points already complete\n"
                          % (len(points) - len(todo), len(points)))
     progress.tick()
-    runner = Runner(args.timeout)
-    failures = {}
-    interrupted = False
-    pool = ThreadPoolExecutor(max_workers=args.jobs)
-    try:
-        futs = {}
-        for p in todo:
-            jp = str(points_dir / (p["id"] + ".json"))
-            cmd = point_command(cohsim, scenario, p, fixed, jp, args.override_variant)
-            futs[pool.submit(runner.run, cmd, jp, str(points_dir / (p["id"] + ".err")))] = p
-        for fut in as_completed(futs):
-            res = fut.result()
-            if res is None:
-                continue
-            ok, seconds, text = res
-            if not ok:
-                failures[futs[fut]["id"]] = text
-                if not args.quiet:
-                    progress.message(text if len(failures) <= DETAILED_FAILURES
-                                     else text.split("\n")[0] + " (see its .err file)")
-            progress.point_done(futs[fut]["id"], ok, seconds)
-    except KeyboardInterrupt:
-        interrupted = True
-        runner.kill_all()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        progress.close()
+    jobs = []
+    for p in todo:
+        jp = str(points_dir / (p["id"] + ".json"))
+        jobs.append((p["id"], point_command(cohsim, scenario, p, fixed, jp, args.override_variant), jp,
+                     str(points_dir / (p["id"] + ".err"))))
+    failures, interrupted = run_jobs(args, jobs, progress)
 
     rows = result_rows(points, scenario, points_dir, failures)
     cr.write_results_csv(out_dir / "results.csv", rows, [n for n, _ in params])
@@ -543,30 +551,10 @@ def run_joblist(args, joblist, out_dir):
     todo = [e for e in entries if not cr.is_complete(e[1])]
     progress = Progress(len(entries), len(entries) - len(todo), args.quiet, args.jobs)
     progress.tick()
-    runner = Runner(args.timeout)
-    failures = {}
-    interrupted = False
     if todo:
         out_dir.mkdir(parents=True, exist_ok=True)
-    pool = ThreadPoolExecutor(max_workers=args.jobs)
-    try:
-        futs = {pool.submit(runner.run, ["bash", "-c", line], str(result),
-                            str(out_dir / (pid + ".err"))): pid for pid, result, _, line in todo}
-        for fut in as_completed(futs):
-            res = fut.result()
-            if res is None:
-                continue
-            ok, seconds, text = res
-            if not ok:
-                failures[futs[fut]] = text
-                progress.message(text)
-            progress.point_done(futs[fut], ok, seconds)
-    except KeyboardInterrupt:
-        interrupted = True
-        runner.kill_all()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        progress.close()
+    failures, interrupted = run_jobs(args, [(pid, ["bash", "-c", line], str(result), str(out_dir / (pid + ".err")))
+                                            for pid, result, _, line in todo], progress)
     if interrupted:
         sys.stderr.write("interrupted; run the same command again to run the rest\n")
         return 130
