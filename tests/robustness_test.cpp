@@ -22,21 +22,16 @@ namespace {
 std::string repo_path(const std::string& relative) { return std::string(COHSIM_SOURCE_DIR) + "/" + relative; }
 
 /// --set overrides that make each known workload's run take milliseconds.
+/// Per workload, the settings of a small run (tests/data/small-sizes.json, which .ci/run reads too).
 const std::map<std::string, std::vector<scenario::Override>>& small_size_overrides() {
-  static const std::map<std::string, std::vector<scenario::Override>> m = {
-      {"c2c", {{"rounds", "20"}, {"warmup", "2"}}},
-      {"atomic-counter", {{"threads", "8"}, {"duration", "\"2us\""}, {"warmup", "\"1us\""}}},
-      {"mem-latency", {{"loads", "300"}, {"warmup", "30"}}},
-      {"ipi-bench", {{"rounds", "2"}}},
-      {"ipi-latency", {{"ipis_per_pair", "2"}}},
-      {"dma-map-bench", {{"duration", "\"20us\""}, {"warmup", "\"5us\""}}},
-      {"spinlock", {{"sections", "100"}}},
-      {"locktorture", {{"threads", "8"}, {"duration", "\"20us\""}, {"warmup", "\"5us\""}}},
-      {"lock2", {{"threads", "8"}, {"duration", "\"20us\""}, {"warmup", "\"5us\""}}},
-      {"aim7-compute", {{"duration", "\"2ms\""}, {"warmup", "\"1ms\""}}},
-      {"madvise-dontneed", {{"iterations", "20"}, {"warmup_iterations", "2"}}},
-      {"swap-mt", {{"threads", "4"}, {"duration", "\"300us\""}, {"warmup", "\"150us\""}}},
-  };
+  static const std::map<std::string, std::vector<scenario::Override>> m = [] {
+    std::map<std::string, std::vector<scenario::Override>> out;
+    const auto doc = config::load_json_file(repo_path("tests/data/small-sizes.json"));
+    for (const auto& [workload, sets] : doc.at("sizes").items())
+      for (const auto& [key, value] : sets.items())
+        out[workload].push_back({key, value.is_string() ? value.get<std::string>() : value.dump()});
+    return out;
+  }();
   return m;
 }
 
@@ -90,7 +85,7 @@ TEST_CASE("every shipped scenario gives identical metrics when run twice at a sm
     auto sets = small_size_overrides().find(workload);
     if (sets == small_size_overrides().end()) {
       FAIL_CHECK(path.filename().string() << ": no small size known for workload '" << workload
-                                          << "': add one to small_size_overrides()");
+                                          << "': add one to tests/data/small-sizes.json");
       continue;
     }
     DYNAMIC_SECTION(path.filename().string()) {
