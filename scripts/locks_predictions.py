@@ -37,7 +37,9 @@ def run_point(cohsim, scenario, threads, sensitivity, out_dir, ranges):
     out = os.path.join(out_dir, f"{name}-t{threads}{'-s' if sensitivity else ''}.json")
     if not os.path.exists(out):
         cmd = [cohsim, "compare", scenario, "--set", f"threads={threads}", "--json", out, "-q"]
-        if sensitivity:
+        if not sensitivity:
+            cmd += ["--no-sensitivity"]  # nominal values only (compare's quick ranges are not this study's)
+        else:
             # Every input screened with one short epoch; the five that move it most re-run at full length.
             cmd += ["--sensitivity", "--screen-set", "duration=4ms", "--screen-set", "epochs=1",
                     "--screen-set", "epoch_settle=0.6", "--full-runs", "5"]

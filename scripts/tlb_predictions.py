@@ -48,7 +48,8 @@ def run(args, allow_failed_inputs=False):
 def compare(scenario, sets, seeds, platform=None):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "c.json")
-        args = ["compare", scenario, "--variants", VARIANTS, "--seeds", str(seeds), "--json", out]
+        args = ["compare", scenario, "--variants", VARIANTS, "--seeds", str(seeds), "--json", out,
+                "--no-sensitivity"]  # the seeds' values only; the study's ranges come from its own --sensitivity
         for s in sets:
             args += ["--set", s]
         if platform:
