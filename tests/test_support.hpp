@@ -166,9 +166,9 @@ struct CliResult {
   std::string output;
 };
 
-/// Runs the cohsim binary with `args` (shell words), stdout and stderr together.
-inline CliResult run_cli(const std::string& args) {
-  std::string cmd = std::string(COHSIM_BINARY) + " " + args + " 2>&1";
+/// Runs the cohsim binary with `args` (shell words), stdout and stderr together; in `cwd` when given.
+inline CliResult run_cli(const std::string& args, const std::string& cwd = "") {
+  std::string cmd = (cwd.empty() ? "" : "cd '" + cwd + "' && ") + std::string(COHSIM_BINARY) + " " + args + " 2>&1";
   CliResult r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return r;

@@ -3,6 +3,7 @@
 // than 1 % from its expected prediction, lower-bound and derived rows, the
 // fitted/identity/predicted mark, and the shipped data files agree with each other.
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <set>
 
 #include "src/cli/cli.hpp"
@@ -38,6 +39,11 @@ TEST_CASE("validate reports a row whose scenario is missing as an ERROR and exit
                            Catch::Contains("scenario not found: configs/scenarios/c2c-renamed.json") &&
                            Catch::Contains("ERROR  unknown") &&
                            Catch::Contains("0 ok, 0 known misses, 0 missed, 0 moved, 0 now fit, 1 errors"));
+  // emitting a job list: the row gets no line, and says so now
+  auto emitted = validate(dir, row, "--points " + quoted(dir.file("p")) + " --emit-joblist " + quoted(dir.file("j.txt")));
+  CHECK(emitted.exit_code == 1);
+  CHECK_THAT(emitted.output, Catch::Contains("ERROR test.c2c.renamed: scenario not found") &&
+                                 Catch::Contains("wrote 0 job(s)"));
 }
 
 TEST_CASE("validate reports a row whose metric is missing as an ERROR and exits 1", "[validate]") {
@@ -325,6 +331,23 @@ TEST_CASE("validate --emit-joblist writes the rows' runs as job lines, and --poi
   CHECK(config::load_json_file(collected)["rows"][0]["kind"] == "fitted");
   auto again = run_cli("validate --only kp920.c2c --points " + quoted(points) + " --emit-joblist " + quoted(jobs));
   CHECK_THAT(again.output, Catch::Contains("wrote 0 job(s)") && Catch::Contains("3 run(s) already in"));
+  // a run another build made is stale: its line is written again and its file removed, so that a runner of
+  // the list that skips lines with a result runs it
+  std::string stale_file;
+  for (const auto& e : std::filesystem::directory_iterator(points)) stale_file = e.path().string();
+  json run = config::load_json_file(stale_file);
+  run["build_id"] = "another-build";
+  {
+    std::ofstream f(stale_file);
+    f << run.dump();
+  }
+  auto stale = run_cli("validate --only kp920.c2c --points " + quoted(points) + " --emit-joblist " + quoted(jobs));
+  CHECK_THAT(stale.output, Catch::Contains("wrote 1 job(s)") && Catch::Contains("1 stale one(s) removed"));
+  CHECK_FALSE(std::filesystem::exists(stale_file));
+  // the same points from another working directory (the ids hash the scenario's canonical path)
+  auto elsewhere = run_cli("validate --only kp920.c2c --points " + quoted(points) + " --emit-joblist " +
+                           quoted(jobs), dir.file(""));
+  CHECK_THAT(elsewhere.output, Catch::Contains("wrote 1 job(s)") && Catch::Contains("2 run(s) already in"));
   auto no_dir = run_cli("validate --only kp920.c2c --emit-joblist " + quoted(jobs));
   CHECK(no_dir.exit_code == 2);
   CHECK_THAT(no_dir.output, Catch::Contains("needs --points DIR"));

@@ -68,6 +68,9 @@ inline std::string scenario_path(const CalibrationRow& row) {
   return std::filesystem::exists(row.scenario) ? row.scenario : source_dir() + "/" + row.scenario;
 }
 
+/// The error of a row whose run became a job line (validate --emit-joblist) instead of running.
+inline constexpr const char* kNotRunYet = "not run: a job line of the --emit-joblist file";
+
 /// Runs rows on demand: each scenario run once, each row predicted once (derived rows from their parts).
 class Predictor {
  public:
@@ -145,7 +148,7 @@ class Predictor {
       try {
         RunOutput out = points_ ? points_->run(path, row.variant, sets, std::nullopt, RunOutput{})
                                 : run_scenario(path, row.variant, sets, std::nullopt, false);
-        if (out.doc.is_null()) throw std::runtime_error("not run: a job line of the --emit-joblist file");
+        if (out.doc.is_null()) throw std::runtime_error(kNotRunYet);
         // A run read from the folder has its numbers; the platform's sources come from loading it again.
         if (out.provenance.empty()) out.provenance = scenario_provenance(path, row.variant, sets);
         c.results = std::move(out.results);

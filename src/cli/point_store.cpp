@@ -63,16 +63,25 @@ PointStore::PointStore(std::string dir, std::string joblist) : dir_(std::move(di
 RunOutput PointStore::run(const std::string& scenario, const std::string& variant,
                           const std::vector<scenario::Override>& overrides, std::optional<std::uint64_t> seed,
                           const RunOutput& placeholder) {
-  const std::string file = (fs::path(dir_) / (point_id(scenario, variant, overrides, seed) + ".json")).string();
+  // The id hashes the scenario's canonical path: the same run from another working directory is the same point.
+  std::error_code ec;
+  const std::string canonical_scenario = fs::weakly_canonical(scenario, ec).string();
+  const std::string file =
+      (fs::path(dir_) / (point_id(ec ? scenario : canonical_scenario, variant, overrides, seed) + ".json")).string();
   bool stale = false;
   if (auto found = load_point(file, stale)) {
     ++reused_;
     return *found;
   }
   stale_ += stale ? 1 : 0;
+  // A stale result goes: a runner of the job list (sweep.py --joblist) skips a line whose result is there.
+  if (stale) fs::remove(file, ec);
+  // The run names the scenario by its canonical path, so that the input files it records are absolute and a
+  // later collect from another working directory finds them.
+  const std::string& run_path = canonical_scenario.empty() ? scenario : canonical_scenario;
   if (emitting()) {
     if (!job_files_.insert(file).second) return placeholder;
-    std::string cmd = shell_quoted((fs::canonical("/proc/self/exe")).string()) + " run " + shell_quoted(scenario);
+    std::string cmd = shell_quoted((fs::canonical("/proc/self/exe")).string()) + " run " + shell_quoted(run_path);
     if (!variant.empty()) cmd += " --variant " + shell_quoted(variant);
     cmd += " --override-variant";
     for (const auto& o : overrides) cmd += " --set " + shell_quoted(o.key + "=" + o.value);
@@ -81,7 +90,7 @@ RunOutput PointStore::run(const std::string& scenario, const std::string& varian
     jobs_.push_back("cd " + shell_quoted(fs::current_path().string()) + " && " + cmd);
     return placeholder;
   }
-  RunOutput out = run_scenario(scenario, variant, overrides, seed, false);
+  RunOutput out = run_scenario(run_path, variant, overrides, seed, false);
   add_provenance(out.doc);
   write_file_atomically(file, out.doc.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
   ++ran_;
@@ -96,10 +105,13 @@ void PointStore::write_joblist() const {
 
 std::string PointStore::joblist_written(const std::string& command) const {
   return fmt::format(
-      "{0}: wrote {1} job(s) to {2} ({3} run(s) already in {4}); run them (here: parallel < {2}; on Slurm:\n"
-      "scripts/sweep.py --joblist {2} --backend slurm), then give the same command with --points {4} and\n"
+      "{0}: wrote {1} job(s) to {2} ({3} run(s) already in {4}{5}); run them (here: parallel < {2}; on Slurm:\n"
+      "{6}/scripts/sweep.py --joblist {2} --backend slurm), then give the same command with --points {4} and\n"
       "without --emit-joblist to collect\n",
-      command, jobs(), joblist_, reused_, dir_);
+      command, jobs(), joblist_, reused_, dir_,
+      stale_ > 0 ? fmt::format(", {} stale one(s) removed: made by another build or before an input file changed", stale_)
+                 : "",
+      source_dir());
 }
 
 std::string PointStore::summary(const std::string& command) const {

@@ -343,10 +343,17 @@ int cmd_validate(const std::vector<std::string>& args) {
     if (wanted.count(r.id)) selected.push_back(&r);
   const bool every_row = selected.size() == rows.size();
   if (points && points->emitting()) {
-    for (const CalibrationRow* r : selected) predictor.predict(r->id);
+    // A row that cannot run (its scenario missing, a bad setting) gets no job line: an ERROR now, not later.
+    int errors = 0;
+    for (const CalibrationRow* r : selected)
+      if (const Prediction& p = predictor.predict(r->id);
+          !p.error.empty() && p.error.find(kNotRunYet) == std::string::npos && r->op == 0) {
+        ++errors;
+        std::cout << fmt::format("ERROR {}: {}\n", r->id, p.error);
+      }
     points->write_joblist();
     std::cout << points->joblist_written("validate");
-    return kOk;
+    return errors > 0 ? kCheckFailed : kOk;
   }
 
   if (write) {
