@@ -37,7 +37,7 @@ Interconnect::Interconnect(config::Reader r, const topo::Topology& topo, const s
     config::Reader h = r.section(topo::hop_class_name(c), hop_doc(c), /*optional=*/r.schema_mode());
     if (idle_smt) {
       for (const char* k : {"latency", "occupancy"}) {
-        h.time(k, Spec{.doc = "as on a machine with SMT", .max = 1e7});
+        h.time(k, Spec{.doc = "as on a machine with SMT", .min = k == std::string_view("latency") ? 1.0 : 0.0, .max = 1e7});
         h.unused(k, "one thread per core here (topology.threads_per_core 1): no SMT hop");
       }
       continue;

@@ -57,13 +57,24 @@ Machine::Machine(const PlatformDoc& platform, std::uint64_t seed, config::Regist
 
 Machine::~Machine() = default;
 
+namespace {
+constexpr std::array<const char*, 5> kDeviceSectionNames = {"smmu", "hpet", "uv_rtc", "gic", "apic"};
+}  // namespace
+
+void Machine::unasked_after_seal(DeviceSection d) const {
+  throw std::logic_error(fmt::format("a model asked for the platform's {} section after the run's models were "
+                                     "built: ask for it in the workload's constructor (its values were marked as "
+                                     "having no effect)",
+                                     kDeviceSectionNames[static_cast<std::size_t>(d)]));
+}
+
 std::vector<std::string> Machine::device_sections_not_asked() const {
   std::vector<std::string> out;
-  const std::array<std::pair<bool, const char*>, kDeviceSections> present = {{{smmu_params_.has_value(), "smmu"},
-                                                                             {hpet_params_.has_value(), "hpet"},
-                                                                             {uv_rtc_params_.has_value(), "uv_rtc"},
-                                                                             {gic_params_.has_value(), "gic"},
-                                                                             {apic_params_.has_value(), "apic"}}};
+  const std::array<std::pair<bool, const char*>, kDeviceSections> present = {{{smmu_params_.has_value(), kDeviceSectionNames[0]},
+                                                                             {hpet_params_.has_value(), kDeviceSectionNames[1]},
+                                                                             {uv_rtc_params_.has_value(), kDeviceSectionNames[2]},
+                                                                             {gic_params_.has_value(), kDeviceSectionNames[3]},
+                                                                             {apic_params_.has_value(), kDeviceSectionNames[4]}}};
   for (int d = 0; d < kDeviceSections; ++d)
     if (present[static_cast<std::size_t>(d)].first && !asked_[static_cast<std::size_t>(d)])
       out.emplace_back(present[static_cast<std::size_t>(d)].second);

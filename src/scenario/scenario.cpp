@@ -169,6 +169,7 @@ void mark_unasked_device_sections(const Machine& m, config::Registry& reg, const
   for (const auto& section : m.device_sections_not_asked())
     reg.mark_unused_under("platform." + section + ".",
                           fmt::format("no model of the {} workload uses the platform's {} section", workload, section));
+  m.seal_device_sections();
 }
 
 Run::Run(const LoadedScenario& s, std::uint64_t seed) : s_(s) {

@@ -77,6 +77,9 @@ class Machine {
   /// The device sections the platform has that no model asked for (above) since the machine was built:
   /// no model of the run reads their values ("smmu", "hpet", "uv_rtc", "gic", "apic").
   std::vector<std::string> device_sections_not_asked() const;
+  /// After the run's models are built: a section not asked for by then has been marked as having no effect,
+  /// so a model that asks for it later (in its run) fails instead of being silently left out of sensitivity.
+  void seal_device_sections() const { sealed_ = true; }
 
  private:
   PlatformDoc platform_;
@@ -99,11 +102,14 @@ class Machine {
   std::optional<irq::ApicParams> apic_params_;
   enum DeviceSection { kSmmu, kHpet, kUvRtc, kGic, kApic, kDeviceSections };
   mutable std::array<bool, kDeviceSections> asked_{};  ///< a model asked for the section
+  mutable bool sealed_ = false;  ///< the unasked sections were marked unused: asking for one now is a model bug
   template <class P>
   const P* asked(DeviceSection d, const std::optional<P>& params) const {
+    if (sealed_ && !asked_[d] && params) unasked_after_seal(d);
     asked_[d] = true;
     return params ? &*params : nullptr;
   }
+  [[noreturn]] void unasked_after_seal(DeviceSection d) const;
 };
 
 }  // namespace cohsim::scenario
