@@ -9,9 +9,11 @@ varies calibrated numbers over these stored ranges instead of searching them.
 
 A stored range holds for one platform file (path relative to the repository),
 nominal value and platform overrides, searched on the platform document and
-calibration file with the SHA-256 it records; after a change of either (or of
-the model: `cohsim validate --write-expected` time) run this again. Scenarios
-on one platform share the searches: the file is reread before each one.
+calibration rows (with the model's expected predictions of them,
+data/validate-expected.json) whose SHA-256 it records; after a change of
+either (a model change shows as `cohsim validate --write-expected`) run this
+again. The file is written anew: ranges still valid are reused, the others
+searched again. Scenarios on one platform share the searches.
 Takes minutes (the search runs calibration rows at full length).
 """
 
@@ -48,9 +50,12 @@ def main(argv=None):
     if args.only:
         wanted = set(args.only.split(","))
         scenarios = [s for s in scenarios if s.stem in wanted]
-    doc = {"about": ABOUT, "calibrated_ranges": {"method": "", "ranges": []}}
+    # The file is written anew: a range from the old file is kept only when a study reuses it (the same
+    # platform document, value and calibration hash), so ranges of edited files go.
+    old = OUT.with_suffix(".previous.json")
     if OUT.exists():
-        doc = json.loads(OUT.read_text(encoding="utf-8"))
+        old.write_bytes(OUT.read_bytes())
+    doc = {"about": ABOUT, "calibrated_ranges": {"method": "", "ranges": []}}
     stored = doc["calibrated_ranges"]
     for n, scenario in enumerate(scenarios, 1):
         spec = json.loads(scenario.read_text(encoding="utf-8"))
@@ -62,8 +67,12 @@ def main(argv=None):
             out = Path(tmp) / "s.json"
             cmd = [args.cohsim, "sensitivity", str(scenario), *screen, "--full-runs", "0",
                    "--json", str(out), "-q"]
-            if OUT.exists():
-                cmd += ["--ranges", str(OUT)]
+            # reusable: the old file's ranges and those found so far in this run
+            reuse = Path(tmp) / "reuse.json"
+            earlier = json.loads(old.read_text(encoding="utf-8"))["calibrated_ranges"]["ranges"] \
+                if old.exists() else []
+            reuse.write_text(json.dumps({"calibrated_ranges": {"ranges": earlier + stored["ranges"]}}))
+            cmd += ["--ranges", str(reuse)]
             sys.stderr.write("[%d/%d] %s\n" % (n, len(scenarios), scenario.name))
             done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             if done.returncode != 0 or not out.exists():
@@ -76,12 +85,14 @@ def main(argv=None):
         for r in found["ranges"]:
             if r.get("low") is None:
                 continue  # not varied there (rows on other platforms, no stored range): nothing to keep
-            r = {k: v for k, v in r.items() if k != "note" or "reused from" not in v}
+            r = dict(r, note=r.get("note", "").split("reused from")[0].rstrip("; "))
             if key(r) in have:
                 continue
             stored["ranges"].append(r)
         stored["ranges"].sort(key=lambda r: (r["platform"], r["param"]))
         cr.atomic_write_text(OUT, json.dumps(doc, indent=1) + "\n")
+    if old.exists():
+        old.unlink()
     sys.stderr.write("wrote %s: %d ranges\n" % (OUT, len(stored["ranges"])))
     return 0
 

@@ -464,7 +464,12 @@ def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measure
     if sens or data.get("difference_range") or mode.get("mode") == "none":
         blocks.append(("h2", "Sensitivity"))
     if mode.get("mode") == "quick":
-        blocks.append(("p", "These are the %s" % mode.get("what", "quick ranges")))
+        blocks.append(("p", "These are the %s. A screened input's ends are estimates: the full-length "
+                       "difference moved by what the input changed in the short runs."
+                       % mode.get("what", "quick ranges")))
+    elif mode.get("mode") == "full":
+        blocks.append(("p", "These are the full study's ranges (--sensitivity): every uncertain input at its "
+                       "range ends, calibrated numbers over their searched ranges."))
     elif mode.get("mode") == "none":
         blocks.append(("p", "No range is given for the differences: %s." % mode.get("why", "")))
     if sens:

@@ -14,6 +14,12 @@ using namespace cohsim::test;
 TEST_CASE("a default compare report stands the measured rows beside the model, labels the fitted ones, gives each "
           "difference its range and how to rerun it",
           "[cli][report]") {
+#if defined(__SANITIZE_ADDRESS__)
+  // The calibration rows need the scenario's full 96,000 calls per run, about 14 such runs: minutes under
+  // ASan, past ctest's timeout. The release suite (the README's test command) runs it.
+  WARN("skipped in the sanitizer build: full-length IPI runs");
+  return;
+#endif
   TempDir dir;
   const std::string scenario = source_path("configs/scenarios/ipi-kunpeng920.json");
   const std::string out = dir.file("rep");

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "cli.hpp"
+#include "cohsim/sim/time.hpp"
 #include "provenance.hpp"
 #include "report_output.hpp"
 #include "point_store.hpp"
@@ -200,6 +201,17 @@ int write_outputs(const CompareOptions& o, json doc) {
   return kOk;
 }
 
+/// Whether setting `a` is at most setting `b` (two numbers, or two times); false when they do not compare.
+bool at_most(const std::string& a, const std::string& b) {
+  const json x = config::parse_set_value(a), y = config::parse_set_value(b);
+  if (x.is_number() && y.is_number()) return x.get<double>() <= y.get<double>();
+  if (x.is_string() && y.is_string()) {
+    const auto tx = sim::parse_time(x.get<std::string>()), ty = sim::parse_time(y.get<std::string>());
+    return tx && ty && *tx <= *ty;
+  }
+  return false;
+}
+
 int compare_impl(const CompareOptions& o, bool with_sensitivity) {
   if (o.full_runs < 0) throw config::ConfigError("--full-runs", std::to_string(o.full_runs), "must be 0 or more");
   if (!with_sensitivity && (!o.screen_sets.empty() || !o.ranges_from.empty() || !o.calibration.empty()))
@@ -296,9 +308,11 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
   std::vector<scenario::Override> quick_screen;
   if (!with_sensitivity && !o.no_sensitivity && variants.size() > 1) {
     const auto loaded = scenario::load_scenario(o.scenario, "", ov);
-    // The screen's settings, but for those the user's --set gives: a run set shorter by hand is its own screen.
+    // The screen's settings, but for those the user's --set makes no longer than the screen's: a run set
+    // that short by hand is its own screen.
     for (const auto& x : loaded.screen)
-      if (std::none_of(ov.begin(), ov.end(), [&](const auto& u) { return u.key == x.key; })) quick_screen.push_back(x);
+      if (std::none_of(ov.begin(), ov.end(), [&](const auto& u) { return u.key == x.key && at_most(u.value, x.value); }))
+        quick_screen.push_back(x);
     std::string why;
     if (!o.platforms_csv.empty() || !o.platform_file.empty())
       why = "not with --platform/--platforms (name the platform in a copy of the scenario)";
@@ -318,7 +332,7 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
           {"mode", "quick"},
           {"what", fmt::format("quick ranges: {}, calibrated inputs over the ranges stored in "
                                "data/calibrated-ranges.json; --sensitivity for the full study",
-                               screen.empty() ? "every input at the run's length (its --set is shorter than the "
+                               screen.empty() ? "every input at the run's length (its --set is no longer than the "
                                                 "scenario's screen)"
                                               : fmt::format("every input screened with the scenario's short runs "
                                                             "({}), the {} that move the result most at full length",
@@ -326,6 +340,8 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
     }
   } else if (with_sensitivity) {
     doc["sensitivity_mode"] = {{"mode", "full"}};
+  } else if (o.no_sensitivity) {
+    doc["sensitivity_mode"] = {{"mode", "none"}, {"why", "--no-sensitivity"}};
   }
   if (with_sensitivity || quick) {
     const std::string stored_ranges = source_dir() + "/data/calibrated-ranges.json";
@@ -342,7 +358,21 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
     }
     std::optional<PointStore> points;
     if (!o.points_dir.empty()) so.points = &points.emplace(o.points_dir, o.joblist);
-    const int failed = run_sensitivity(so, runs, doc);
+    int failed = 0;
+    if (!quick) {
+      failed = run_sensitivity(so, runs, doc);
+    } else {
+      // The quick ranges are an addition to the variants' runs: when their short runs cannot run at all
+      // (a screen value this configuration refuses), the comparison still stands, without ranges.
+      json with_ranges = doc;
+      try {
+        failed = run_sensitivity(so, runs, with_ranges);
+        doc = std::move(with_ranges);
+      } catch (const std::exception& e) {
+        doc["sensitivity_mode"] = {{"mode", "none"}, {"why", fmt::format("the quick ranges' runs failed: {}", e.what())}};
+        std::cerr << "compare: no ranges of the differences: the quick ranges' runs failed: " << e.what() << "\n";
+      }
+    }
     if (points && points->emitting()) return kOk;
     if (failed > 0) {
       const int rc = write_outputs(o, doc);

@@ -83,7 +83,10 @@ std::string set_text(const std::vector<scenario::Override>& ov) {
   return out;
 }
 
-std::string pct_text(std::optional<double> p) { return p ? fmt::format("{:+.2f}%", *p) : "n/a"; }
+std::string pct_text(std::optional<double> p) {
+  if (!p) return "n/a";
+  return fmt::format("{:+.2f}%", std::fabs(*p) < 0.005 ? 0.0 : *p);  // no "-0.00%"
+}
 
 /// A platform file as a stored range names it: relative to the source tree when it is in it (so that a range
 /// stored in data/calibrated-ranges.json holds in any clone), else its canonical path.
@@ -101,12 +104,21 @@ std::string file_sha256(const std::string& file) {
   return config::sha256_hex(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
 }
 
+/// What a range's search depends on beside the platform: the calibration rows and the model's predictions of
+/// them as of its last intended change (validate-expected.json beside the calibration file, rewritten by
+/// `cohsim validate --write-expected` whenever a model change moves a row), hashed together.
+std::string calibration_sha256(const std::string& calibration_file) {
+  const auto expected = std::filesystem::path(calibration_file).parent_path() / "validate-expected.json";
+  return config::sha256_hex(file_sha256(calibration_file) +
+                            (std::filesystem::exists(expected) ? file_sha256(expected.string()) : ""));
+}
+
 json range_json(const CalibratedRange& r, const std::vector<scenario::Override>& platform_overrides,
                 const std::string& calibration_file) {
   return {{"platform", platform_key(r.platform)}, {"param", r.param}, {"nominal", r.nominal}, {"rows", r.rows},
           {"low", r.low}, {"high", r.high}, {"low_outside", r.low_outside}, {"high_outside", r.high_outside},
           {"runs", r.runs}, {"note", r.note}, {"platform_overrides", set_text(platform_overrides)},
-          {"platform_sha256", platform_sha256(r.platform)}, {"calibration_sha256", file_sha256(calibration_file)}};
+          {"platform_sha256", platform_sha256(r.platform)}, {"calibration_sha256", calibration_sha256(calibration_file)}};
 }
 
 /// A range from an earlier output (--ranges) for the same platform, parameter, nominal value and overrides,
