@@ -390,7 +390,9 @@ int cmd_compare(const std::vector<std::string>& args) {
   bool sens = false;
   if (!parse_compare_like(args, o, "cohsim compare SCENARIO [options]",
                           "Runs every variant of a scenario with the same parameters and seed and prints one table:\n"
-                          "each metric per variant and its difference to the baseline variant in percent.",
+                          "each metric per variant and its difference to the baseline variant in percent; then the\n"
+                          "range of each difference over the uncertain inputs (the quick ranges: see --sensitivity;\n"
+                          "none with --no-sensitivity).",
                           true, &sens))
     return kOk;
   return compare_impl(o, sens);
