@@ -8,6 +8,7 @@
 #include "cohsim/scenario/machine.hpp"
 #include "cohsim/scenario/scenario.hpp"
 #include "models/kernel/smmu_cmdq.hpp"
+#include "test_support.hpp"
 
 using namespace cohsim;
 using devices::Smmu;
@@ -439,4 +440,17 @@ TEST_CASE("dma-map-bench's CPU-work spread varies each op's work around the plat
   CHECK(flat.get("op_ns_max") < flat.get("op_ns_mean") * 1.2);
   CHECK(again.get("total_ops_per_s") == spread.get("total_ops_per_s"));  // deterministic per seed
   CHECK(other.get("phase_ns.map") != spread.get("phase_ns.map"));
+}
+
+TEST_CASE("dma-map-bench warns when each CPU completes too few operations for its per-CPU rates to mean much",
+          "[smmu][cli]") {
+  const std::string s = test::quoted(test::source_path("configs/scenarios/smmu-kunpeng920.json"));
+  // 96 CPUs for 1 ms: about 7 operations each, per-CPU rates in steps of 1,000 ops/s
+  auto crowded = test::run_cli("run " + s + " --variant cmpxchg --set cpus=96 --set duration=1ms");
+  CHECK(crowded.exit_code == 0);
+  CHECK_THAT(crowded.output, Catch::Contains("operations in the 1ms window (median)") &&
+                                 Catch::Contains("steps of 1000 ops/s"));
+  auto two = test::run_cli("run " + s + " --variant cmpxchg --set cpus=2 --set duration=1ms");
+  CHECK(two.exit_code == 0);
+  CHECK_THAT(two.output, !Catch::Contains("operations in the"));
 }

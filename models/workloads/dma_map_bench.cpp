@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cohsim/devices/smmu.hpp"
+#include "cohsim/sim/log.hpp"
 #include "models/kernel/smmu_cmdq.hpp"
 #include "models/registry.hpp"
 #include "models/workloads/measurement_window.hpp"
@@ -195,6 +196,14 @@ class DmaMapBench : public scenario::Workload {
     r.add("ops_per_cpu_min", *std::min_element(per_cpu.begin(), per_cpu.end()));
     r.add("ops_per_cpu_median", median(per_cpu));
     r.add("ops_per_cpu_max", *std::max_element(per_cpu.begin(), per_cpu.end()));
+    // A per-CPU rate is a count over the window: with few operations each, one more or less is a step of
+    // 1 / window (200 ops/s in 5 ms), too coarse for per-CPU or per-die shares.
+    constexpr double kFewOpsPerCpu = 100;
+    if (const double counted = median(per_cpu) * seconds; counted < kFewOpsPerCpu)
+      cohsim::log("dma-map-bench")
+          ->warn("each CPU completed about {:.0f} operations in the {} window (median): per-CPU and per-die rates "
+                 "move in steps of {:.0f} ops/s; a longer --set duration=... makes them finer",
+                 counted, sim::format_time(window_.length()), 1.0 / seconds);
     r.add("cpus", static_cast<double>(cpus_.size()));
     // Mean ops per CPU per second of each die's benchmark CPUs (who wins the contended lines).
     std::map<int, std::pair<double, int>> per_die;
