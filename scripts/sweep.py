@@ -41,6 +41,7 @@ import itertools
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -265,6 +266,14 @@ class Progress:
 
 # ------------------------------------------------------------ running ---
 
+def signal_group(proc, sig):
+    """Sends `sig` to the process group `proc` leads (started with start_new_session)."""
+    try:
+        os.killpg(proc.pid, sig)
+    except (OSError, ProcessLookupError):
+        pass
+
+
 class Runner:
     def __init__(self, timeout):
         self.timeout = timeout
@@ -278,8 +287,11 @@ class Runner:
             return None
         start = time.monotonic()
         try:
+            # its own process group: a timeout or an interrupt ends the whole point (a job list's
+            # `bash -c "cd ... && cohsim ..."` with its cohsim), not only the process started here
             proc = subprocess.Popen(cmd, cwd=str(cr.REPO_ROOT), stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    start_new_session=True)
         except OSError as e:
             rc, out, err = "not started", b"", str(e).encode()
         else:
@@ -289,7 +301,7 @@ class Runner:
                 out, err = proc.communicate(timeout=self.timeout)
                 rc = proc.returncode
             except subprocess.TimeoutExpired:
-                proc.kill()
+                signal_group(proc, signal.SIGKILL)
                 out, err = proc.communicate()
                 rc = "timeout after %ss" % self.timeout
             finally:
@@ -324,10 +336,7 @@ class Runner:
         self.stop.set()
         with self.lock:
             for p in list(self.procs):
-                try:
-                    p.terminate()
-                except OSError:
-                    pass
+                signal_group(p, signal.SIGTERM)
 
 
 def result_rows(points, scenario, points_dir, failed_ids):

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -444,6 +445,18 @@ class JoblistTest(SweepCase):
         self.assertEqual(r.returncode, 1)
         self.assertTrue((self.tmp / "jobs.sweep" / "b.err").exists())
         self.assertTrue(cr.is_complete(self.tmp / "res" / "a.json"))
+
+    def test_a_timed_out_line_is_ended_with_its_cohsim(self):
+        # bash runs the line and waits for its cohsim (a command follows it, so bash does not exec it):
+        # the timeout must end the whole process group, not bash alone
+        jobs = self.write_jobs(self.job("slow", "cpus=2") + "; echo after")
+        start = time.monotonic()
+        r = self.sweep("--joblist", str(jobs), "--timeout", "1", "-q", env={"FAKE_COHSIM_SLEEP": "30"},
+                       scenario=False, cohsim=None)
+        self.assertEqual(r.returncode, 1)
+        self.assertLess(time.monotonic() - start, 20)
+        left = subprocess.run(["pgrep", "-f", str(self.scenario)], capture_output=True, text=True)
+        self.assertEqual(left.stdout.strip(), "", "a cohsim of the timed-out line is still running")
 
     def test_bad_job_lists_exit_2(self):
         for text, why in (("echo no result\n", "no --json FILE"),
