@@ -15,6 +15,11 @@ using scenario::Results;
 using sim::Task;
 using sim::Tick;
 
+/// A workload parameter counted in core cycles (an integer), as the time it takes at the platform's clock.
+inline Tick cycles_param(config::Reader& p, const Machine& m, std::string_view key, const Spec& spec) {
+  return m.cpu_params().cycles(static_cast<double>(p.integer(key, spec)));
+}
+
 /// Collects workload factories by name.
 struct WorkloadTable {
   std::map<std::string, scenario::WorkloadInfo>& table;

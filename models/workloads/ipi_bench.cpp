@@ -71,14 +71,14 @@ class IpiBench : public scenario::Workload {
     csd_offset_ = csd == "aligned" ? 0 : 48;
     // The estimates' plausible ranges (estimate_range): half to twice the
     // nominal instruction count, as no measurement splits these paths.
-    costs_.call_path = m.cpu_params().cycles(static_cast<double>(p.integer(
+    costs_.call_path = cycles_param(p, m,
         "call_path_cycles",
         Spec{.doc = "estimate: kernel instructions of the send path outside its memory accesses and barriers "
                     "(get_cpu, cpumask tests, smp_cross_call, __ipi_send_mask), cycles",
-             .def = 60, .min = 20, .max = 200, .estimate_range = {30, 120}})));
-    costs_.func_call = m.cpu_params().cycles(static_cast<double>(p.integer(
+             .def = 60, .min = 20, .max = 200, .estimate_range = {30, 120}});
+    costs_.func_call = cycles_param(p, m,
         "func_call_cycles", Spec{.doc = "estimate: indirect call of the empty function and its return, cycles",
-                                 .def = 5, .min = 2, .max = 20, .estimate_range = {3, 10}})));
+                                 .def = 5, .min = 2, .max = 20, .estimate_range = {3, 10}});
     const std::string idle = p.choice(
         "idle", Spec{.doc = "what the target CPUs do: halt (arm64 WFI; x86 HLT with TIF_POLLING_NRFLAG clear), poll "
                             "(x86 intel_idle MWAIT on thread_info flags: no IPI), busy (compute; the IPI interrupts)",
@@ -86,15 +86,15 @@ class IpiBench : public scenario::Workload {
     idle_ = idle == "halt" ? kernel::IdleMode::halt : idle == "poll" ? kernel::IdleMode::poll : kernel::IdleMode::busy;
     nox2apic_ = p.boolean("nox2apic", Spec{.doc = "x86: the kernel's nox2apic boot option (local APIC in xAPIC mode)",
                                            .def = false});
-    costs_.idle_exit = m.cpu_params().cycles(static_cast<double>(p.integer(
+    costs_.idle_exit = cycles_param(p, m,
         "idle_exit_cycles",
         Spec{.doc = "estimate: x86 do_idle from the wake-up to the queue flush outside its accesses "
                     "(cpuidle exit, tick_nohz_idle_exit with the tick running), cycles",
-             .def = 200, .min = 50, .max = 1000, .estimate_range = {100, 400}})));
-    costs_.schedule_idle = m.cpu_params().cycles(static_cast<double>(p.integer(
+             .def = 200, .min = 50, .max = 1000, .estimate_range = {100, 400}});
+    costs_.schedule_idle = cycles_param(p, m,
         "schedule_idle_cycles",
         Spec{.doc = "estimate: x86 schedule_idle() picking the idle task again, cycles", .def = 300, .min = 100,
-             .max = 2000, .estimate_range = {150, 600}})));
+             .max = 2000, .estimate_range = {150, 600}});
     if (p.schema_mode()) return;
     if (m.cpu(0).is_arm()) {
       if (m.gic_params() == nullptr)

@@ -32,27 +32,27 @@ class SwapMt : public scenario::Workload {
     duration_ = p.time("duration", Spec{.doc = "measured simulated time", .def = "2ms", .min = 1e6, .max = 1e13});
     warmup_ = p.time("warmup", Spec{.doc = "simulated time before measuring (at least one reclaim pass per writer)",
                                     .def = "300us", .min = 0, .max = 1e13});
-    fault_path_ = m.cpu_params().cycles(static_cast<double>(p.integer(
+    fault_path_ = cycles_param(p, m,
         "fault_path_cycles",
         Spec{.doc = "estimate: a write fault on a new anonymous page outside its modelled accesses: exception entry "
                     "and exit, handle_mm_fault, do_anonymous_page, the page allocation (from the free lists reclaim "
                     "refills), clear_page, the LRU add, cycles",
-             .def = 2000, .min = 100, .max = 50000, .estimate_range = {1000, 4000}})));
-    write_page_ = m.cpu_params().cycles(static_cast<double>(p.integer(
+             .def = 2000, .min = 100, .max = 50000, .estimate_range = {1000, 4000}});
+    write_page_ = cycles_param(p, m,
         "page_write_cycles",
         Spec{.doc = "estimate: usemem's sequential write of one 4 KiB page (64 lines, the page was just cleared so "
                     "they hit in L2), cycles",
-             .def = 300, .min = 10, .max = 50000, .estimate_range = {150, 800}})));
-    unmap_page_ = m.cpu_params().cycles(static_cast<double>(p.integer(
+             .def = 300, .min = 10, .max = 50000, .estimate_range = {150, 800}});
+    unmap_page_ = cycles_param(p, m,
         "unmap_page_cycles",
         Spec{.doc = "estimate: shrink_page_list per anonymous page outside the TLB batch: isolation from the LRU, "
                     "add_to_swap, try_to_unmap's rmap walk and PTE clear, cycles",
-             .def = 3000, .min = 100, .max = 100000, .estimate_range = {1500, 6000}})));
-    swap_out_page_ = m.cpu_params().cycles(static_cast<double>(p.integer(
+             .def = 3000, .min = 100, .max = 100000, .estimate_range = {1500, 6000}});
+    swap_out_page_ = cycles_param(p, m,
         "swap_out_page_cycles",
         Spec{.doc = "estimate: pageout -> swap_writepage of one page to a fast swap device (a memory-backed one: a "
                     "4 KiB copy and the bio and completion work on the writer's CPU), cycles",
-             .def = 4000, .min = 100, .max = 1000000, .estimate_range = {2000, 10000}})));
+             .def = 4000, .min = 100, .max = 1000000, .estimate_range = {2000, 10000}});
   }
 
   Results run() override {

@@ -26,17 +26,17 @@ class MadviseDontneed : public scenario::Workload {
                               "tlb_is_not_lazy skips it)",
                        .def = "busy", .choices = {"busy", "lazy"}});
     lazy_ = others == "lazy";
-    madvise_path_ = m.cpu_params().cycles(static_cast<double>(p.integer(
+    madvise_path_ = cycles_param(p, m,
         "madvise_path_cycles",
         Spec{.doc = "estimate: madvise(MADV_DONTNEED) outside its modelled accesses and the flush: syscall entry and "
                     "exit, find_vma, zap_page_range's page-table walk, rss counters, freeing the page to the per-CPU "
                     "list, cycles",
-             .def = 1200, .min = 100, .max = 20000, .estimate_range = {600, 2400}})));
-    fault_path_ = m.cpu_params().cycles(static_cast<double>(p.integer(
+             .def = 1200, .min = 100, .max = 20000, .estimate_range = {600, 2400}});
+    fault_path_ = cycles_param(p, m,
         "fault_path_cycles",
         Spec{.doc = "estimate: the write fault on the zapped page: exception entry and exit, handle_mm_fault, "
                     "do_anonymous_page, the page allocation from the per-CPU list and clear_page of 4 KiB, cycles",
-             .def = 1500, .min = 100, .max = 20000, .estimate_range = {800, 3000}})));
+             .def = 1500, .min = 100, .max = 20000, .estimate_range = {800, 3000}});
   }
 
   Results run() override {

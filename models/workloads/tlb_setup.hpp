@@ -75,24 +75,24 @@ struct ShootdownSetup {
         "mm_node", Spec{.doc = "node of the mm_struct and the threads' stacks (-1: the first thread's CPU's, where the "
                                "process was forked and cloned its threads)",
                         .def = -1, .min = -1, .max = m.topology().node_count() - 1.0}));
-    smp_costs.call_path = m.cpu_params().cycles(static_cast<double>(p.integer(
+    smp_costs.call_path = cycles_param(p, m,
         "call_path_cycles",
         Spec{.doc = "estimate: kernel instructions of the smp_call_function send paths outside their memory accesses "
                     "(preempt, cpumask walks, the calls), cycles",
-             .def = 60, .min = 20, .max = 400, .estimate_range = {30, 120}})));
-    smp_costs.func_call = m.cpu_params().cycles(static_cast<double>(p.integer(
+             .def = 60, .min = 20, .max = 400, .estimate_range = {30, 120}});
+    smp_costs.func_call = cycles_param(p, m,
         "func_call_cycles", Spec{.doc = "estimate: the indirect call of the csd's function and its return, cycles",
-                                 .def = 5, .min = 2, .max = 40, .estimate_range = {3, 10}})));
-    tlb_costs.flush_path = m.cpu_params().cycles(static_cast<double>(p.integer(
+                                 .def = 5, .min = 2, .max = 40, .estimate_range = {3, 10}});
+    tlb_costs.flush_path = cycles_param(p, m,
         "flush_path_cycles",
         Spec{.doc = "estimate: flush_tlb_mm_range / arch_tlbbatch_flush instructions outside their accesses (get_cpu, "
                     "the ceiling test, get_flush_tlb_info, the native_flush_tlb_others call), cycles",
-             .def = 80, .min = 20, .max = 1000, .estimate_range = {40, 160}})));
-    tlb_costs.handler_path = m.cpu_params().cycles(static_cast<double>(p.integer(
+             .def = 80, .min = 20, .max = 1000, .estimate_range = {40, 160}});
+    tlb_costs.handler_path = cycles_param(p, m,
         "handler_path_cycles",
         Spec{.doc = "estimate: flush_tlb_func_remote / _common instructions outside their accesses and the flush "
                     "(irq stat, vm event counters, compares), cycles",
-             .def = 50, .min = 10, .max = 1000, .estimate_range = {25, 100}})));
+             .def = 50, .min = 10, .max = 1000, .estimate_range = {25, 100}});
     if (p.schema_mode()) return;
     if (m.cpu(0).is_arm()) p.fail("threads", "the x86 TLB shootdown model needs an x86 platform (arch/x86/mm/tlb.c)");
     if (m.apic_params() == nullptr)
