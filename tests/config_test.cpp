@@ -226,10 +226,7 @@ TEST_CASE("every stored calibrated range was searched on the shipped platform an
   // platform, of data/calibration.json or of data/validate-expected.json the range is not varied until
   // scripts/calibrated_ranges.py runs again.
   const json doc = config::load_json_file(source_path("data/calibrated-ranges.json"));
-  auto file_sha = [](const std::string& file) {
-    std::ifstream in(source_path(file), std::ios::binary);
-    return config::sha256_hex(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
-  };
+  auto file_sha = [](const std::string& file) { return config::file_sha256_hex(source_path(file)).value(); };
   // the calibration rows with the model's expected predictions of them: a model change that moves a row
   // rewrites validate-expected.json, and the stored ranges must be searched again
   const std::string cal_sha =

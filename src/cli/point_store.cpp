@@ -36,9 +36,8 @@ std::optional<RunOutput> load_point(const std::string& file, bool& stale) {
   // A file the run read (platform, includes, scenario) that changed since makes it stale too.
   const json inputs = doc.value("inputs", json::object());
   for (const auto& [path, digest] : inputs.items()) {
-    std::ifstream f(path, std::ios::binary);
-    const std::string bytes = f ? std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>()) : "";
-    if (!f || !digest.is_string() || config::sha256_hex(bytes) != digest.get<std::string>()) {
+    const auto now = config::file_sha256_hex(path);
+    if (!now || !digest.is_string() || *now != digest.get<std::string>()) {
       stale = true;
       return std::nullopt;
     }

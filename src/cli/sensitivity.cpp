@@ -6,7 +6,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <numeric>
@@ -95,30 +94,28 @@ std::string platform_key(const std::string& file) {
   return c.rfind(src, 0) == 0 ? c.substr(src.size()) : c;
 }
 
-/// The SHA-256 of what a range was searched on: the platform document (includes resolved) or a file's bytes.
-std::string platform_sha256(const std::string& file) {
-  return config::sha256_hex(scenario::load_platform(file).doc.dump());
-}
-std::string file_sha256(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  return config::sha256_hex(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
-}
-
-/// What a range's search depends on beside the platform: the calibration rows and the model's predictions of
-/// them as of its last intended change (validate-expected.json beside the calibration file, rewritten by
-/// `cohsim validate --write-expected` whenever a model change moves a row), hashed together.
-std::string calibration_sha256(const std::string& calibration_file) {
-  const auto expected = std::filesystem::path(calibration_file).parent_path() / "validate-expected.json";
-  return config::sha256_hex(file_sha256(calibration_file) +
-                            (std::filesystem::exists(expected) ? file_sha256(expected.string()) : ""));
-}
+/// What a calibrated range was searched on, as SHA-256: the platform document (includes resolved), and the
+/// calibration rows with the model's predictions of them as of its last intended change (validate-expected.json
+/// beside the calibration file, rewritten by `cohsim validate --write-expected` whenever a model change moves a
+/// row), hashed together. The same for every range of one study: computed once.
+struct SearchedOn {
+  std::string platform_sha256, calibration_sha256;
+  SearchedOn(const std::string& platform_file, const std::string& calibration_file) {
+    platform_sha256 = config::sha256_hex(scenario::load_platform(platform_file).doc.dump());
+    const auto expected = std::filesystem::path(calibration_file).parent_path() / "validate-expected.json";
+    const std::string none = config::sha256_hex("");  // an unreadable file hashes as an empty one
+    calibration_sha256 = config::sha256_hex(
+        config::file_sha256_hex(calibration_file).value_or(none) +
+        (std::filesystem::exists(expected) ? config::file_sha256_hex(expected.string()).value_or(none) : ""));
+  }
+};
 
 json range_json(const CalibratedRange& r, const std::vector<scenario::Override>& platform_overrides,
-                const std::string& calibration_file) {
+                const SearchedOn& on) {
   return {{"platform", platform_key(r.platform)}, {"param", r.param}, {"nominal", r.nominal}, {"rows", r.rows},
           {"low", r.low}, {"high", r.high}, {"low_outside", r.low_outside}, {"high_outside", r.high_outside},
           {"runs", r.runs}, {"note", r.note}, {"platform_overrides", set_text(platform_overrides)},
-          {"platform_sha256", platform_sha256(r.platform)}, {"calibration_sha256", calibration_sha256(calibration_file)}};
+          {"platform_sha256", on.platform_sha256}, {"calibration_sha256", on.calibration_sha256}};
 }
 
 /// A range from an earlier output (--ranges) for the same platform, parameter, nominal value and overrides,
@@ -168,6 +165,7 @@ std::vector<Input> uncertain_inputs(const SensitivityOptions& o, scenario::Run& 
     return !p.estimate && !p.calibration_rows().empty() && unused.count(p.path) == 0;
   });
   int done = 0;
+  std::optional<SearchedOn> searched_on;  // (read when the first calibrated number is)
   for (const auto& p : prov) {
     if (const auto u = unused.find(p.path); u != unused.end()) {
       if (p.estimate || !p.calibration_rows().empty() || !p.alternatives.empty())
@@ -184,11 +182,12 @@ std::vector<Input> uncertain_inputs(const SensitivityOptions& o, scenario::Run& 
     }
     if (p.calibration_rows().empty()) continue;
     progress(o, fmt::format("sensitivity: range of calibrated {}/{} {}", ++done, calibrated, p.path));
+    if (!searched_on) searched_on.emplace(platform_file, o.calibration_file);
     CalibratedRange blank;
     blank.platform = platform_file;
     blank.param = p.path;
     blank.nominal = p.value;
-    json r = range_json(blank, platform_ov, o.calibration_file);
+    json r = range_json(blank, platform_ov, *searched_on);
     if (auto e = reusable_range(earlier, r)) {
       r = *e;
       r["note"] = r.value("note", "") + (r.value("note", "").empty() ? "" : "; ") + "reused from " + o.ranges_from;
@@ -196,7 +195,7 @@ std::vector<Input> uncertain_inputs(const SensitivityOptions& o, scenario::Run& 
       r["note"] = fmt::format("not varied: no stored range for this platform file and value{} (--sensitivity "
                               "searches it)", o.ranges_from.empty() ? "" : " in " + o.ranges_from);
     } else {
-      r = range_json(calibrated_range(p, platform_file, search), platform_ov, o.calibration_file);
+      r = range_json(calibrated_range(p, platform_file, search), platform_ov, *searched_on);
     }
     ranges.push_back(r);
     if (!r["low"].is_null()) inputs.push_back({p.path, InputKind::calibrated, {r["low"], r["high"]}});

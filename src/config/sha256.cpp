@@ -2,6 +2,8 @@
 
 #include <array>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 
 namespace cohsim::config {
 
@@ -67,6 +69,14 @@ std::string sha256_hex(std::string_view bytes) {
   for (std::uint32_t word : h)
     for (int shift = 28; shift >= 0; shift -= 4) out += kHex[(word >> shift) & 0xf];
   return out;
+}
+
+std::optional<std::string> file_sha256_hex(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return std::nullopt;
+  return sha256_hex(bytes);
 }
 
 }  // namespace cohsim::config
