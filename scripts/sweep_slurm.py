@@ -325,12 +325,7 @@ def submit(args, run_joblist, points, fixed, out_dir):
     rc = run_joblist(str(joblist))
     if rc != 0:
         return rc
-    lines = joblist.read_text(encoding="utf-8").splitlines()
-    entries = []
-    for line in lines:
-        argv = shlex.split(line)
-        pid = Path(argv[argv.index("--json") + 1]).stem
-        entries.append((pid, Path(out_dir) / "points" / (pid + ".json"), line))
+    entries = [(pid, result, line) for pid, result, _, line in parse_joblist(joblist)]
     by_id = {p["id"]: p for p in points}
     return _submit(args, out_dir, joblist, entries, len(points),
                    lambda ids: estimate(by_id, ids, fixed))

@@ -250,7 +250,8 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
     if (platforms.size() < 2) throw config::ConfigError("--platforms", o.platforms_csv, "name two or more files");
   }
   auto ov = overrides_of(o.sets);
-  const std::uint64_t first_seed = o.seed.value_or(scenario::load_scenario(o.scenario, "", ov, platforms.front()).seed);
+  const auto base = scenario::load_scenario(o.scenario, "", ov, platforms.front());
+  const std::uint64_t first_seed = o.seed.value_or(base.seed);
   std::vector<std::string> variants;
   std::vector<RunOutput> runs, every_run;  // runs: one per variant and platform (the median over seeds)
   for (const auto& platform : platforms) {
@@ -307,10 +308,9 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
   bool quick = false;
   std::vector<scenario::Override> quick_screen;
   if (!with_sensitivity && !o.no_sensitivity && variants.size() > 1) {
-    const auto loaded = scenario::load_scenario(o.scenario, "", ov);
     // The screen's settings, but for those the user's --set makes no longer than the screen's: a run set
     // that short by hand is its own screen.
-    for (const auto& x : loaded.screen)
+    for (const auto& x : base.screen)
       if (std::none_of(ov.begin(), ov.end(), [&](const auto& u) { return u.key == x.key && at_most(u.value, x.value); }))
         quick_screen.push_back(x);
     std::string why;
@@ -318,7 +318,7 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
       why = "not with --platform/--platforms (name the platform in a copy of the scenario)";
     else if (o.seeds > 1)
       why = "not with --seeds (the seed spread is shown instead)";
-    else if (loaded.screen.empty())
+    else if (base.screen.empty())
       why = fmt::format("{} declares no \"screen\" (the settings of a short run): give --sensitivity for the full "
                         "study", o.scenario);
     quick = why.empty();
