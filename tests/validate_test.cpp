@@ -352,3 +352,12 @@ TEST_CASE("validate --emit-joblist writes the rows' runs as job lines, and --poi
   CHECK(no_dir.exit_code == 2);
   CHECK_THAT(no_dir.output, Catch::Contains("needs --points DIR"));
 }
+
+TEST_CASE("validate -q prints only the summary line, no model's warning either", "[validate][cli]") {
+  // a 96-CPU SMMU row: its run warns of few operations per CPU, which -q keeps out
+  auto r = run_cli("validate -q --row kp920.smmu.cmpxchg.cpus96");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  CHECK_THAT(r.output, Catch::StartsWith("validate: 1 ok"));
+}

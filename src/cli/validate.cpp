@@ -272,6 +272,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(d).run(), vm);
   po::notify(vm);
+  apply_verbosity(quiet, false);  // -q: only the summary line, no model's warnings either
   if (vm.count("help")) {
     std::cout
         << "Runs every calibration row and prints predicted vs measured. A row is 'fitted' when a platform\n"
