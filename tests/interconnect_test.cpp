@@ -359,6 +359,7 @@ TEST_CASE("the spinlock workload runs every critical section once, ticket and qu
   if (lock == "ticket") {  // FIFO: each of the 4 threads gets exactly a quarter, and the lock crosses sockets
     CHECK(r.get("share_min") == 0.25);
     CHECK(r.get("share_max") == 0.25);
+    CHECK(r.get("max_streak") == 1);
     CHECK(r.get("handoffs.socket") > 0);
   }
   if (lock == "qspinlock") CHECK(r.get("share_min") > 0.2);
@@ -402,9 +403,22 @@ TEST_CASE("on kunpeng920 the releaser of a glibc spinlock takes it again, while 
                                {{"sections", std::to_string(sections)}, {"cpus", "0,1,2,3"}}, std::nullopt, false);
   CHECK(out.results.get("reacquired") == sections - 1);
   CHECK(out.results.get("share_max") == 1);
+  CHECK(out.results.get("max_streak") == sections);
   const auto& lock = out.doc["contention"][0];
   REQUIRE(lock["symbol"] == "spinlock.tas");
   CHECK(lock["llc_atomics"].get<double>() >= 4 * sections);
   CHECK(lock["llc_atomics"].get<double>() <= 4 * sections + 16);  // plus the first round's attempts
   CHECK(!lock["transfers"].contains("cross_die"));
+}
+
+TEST_CASE("a spinlock run warns when one CPU takes far more than an even share of the sections, and only then",
+          "[spinlock][cli]") {
+  const std::string s = test::quoted(source_path("configs/scenarios/spinlock-kunpeng920.json"));
+  auto tas = test::run_cli("run " + s + " --variant tas --set sections=200 --set cpus=0,1,2,3");
+  CHECK(tas.exit_code == 0);
+  CHECK_THAT(tas.output, Catch::Contains("lock tas is unfair here: one CPU took 100.0 % of the sections (an even "
+                                         "share is 25.0 %), 200 in a row at the most"));
+  auto ticket = test::run_cli("run " + s + " --variant ticket --set sections=200 --set cpus=0,1,2,3");
+  CHECK(ticket.exit_code == 0);
+  CHECK_THAT(ticket.output, !Catch::Contains("unfair"));
 }

@@ -24,6 +24,7 @@
 #include <map>
 #include <optional>
 
+#include "cohsim/sim/log.hpp"
 #include "cohsim/sim/random.hpp"
 #include "models/kernel/cna.hpp"
 #include "models/kernel/qspinlock.hpp"
@@ -94,8 +95,18 @@ class Spinlock : public scenario::Workload {
       lo = std::min(lo, done_by_[c]);
       hi = std::max(hi, done_by_[c]);
     }
+    const double share_max = static_cast<double>(hi) / static_cast<double>(sections_);
     r.add("share_min", static_cast<double>(lo) / static_cast<double>(sections_));
-    r.add("share_max", static_cast<double>(hi) / static_cast<double>(sections_));
+    r.add("share_max", share_max);
+    r.add("max_streak", static_cast<double>(max_streak_));
+    // An unfair lock (tas lets the releaser retake it): ns_per_section is then the lock's throughput with
+    // few threads really contending, not what a thread waits; comparing it with a fair lock's says so.
+    const double even = 1.0 / static_cast<double>(cpus_.size());
+    if (cpus_.size() > 1 && share_max > 2 * even)
+      cohsim::log("spinlock")
+          ->warn("lock {} is unfair here: one CPU took {:.1f} % of the sections (an even share is {:.1f} %), "
+                 "{} in a row at the most; ns_per_section is its throughput, not a thread's wait",
+                 lock_kind_, 100 * share_max, 100 * even, max_streak_);
     scenario::add_contention_report(r, m_);
     return r;
   }
@@ -118,6 +129,8 @@ class Spinlock : public scenario::Workload {
       ++done_by_[cpu];
       if (holder_ == cpu) ++reacquired_;
       else if (holder_ >= 0) ++handoffs_[static_cast<int>(m_.topology().hop_class(holder_, cpu))];
+      streak_ = holder_ == cpu ? streak_ + 1 : 1;
+      max_streak_ = std::max(max_streak_, streak_);
       holder_ = cpu;
       // The critical section: some arithmetic, then one bit flipped somewhere in the array.
       co_await c.compute_cycles(cs_cycles_);
@@ -162,6 +175,7 @@ class Spinlock : public scenario::Workload {
   std::map<int, std::uint64_t> done_by_;
   std::array<std::uint64_t, topo::kHopClasses> handoffs_{};
   std::uint64_t reacquired_ = 0;
+  std::uint64_t streak_ = 0, max_streak_ = 0;  ///< sections in a row by one CPU: now, and the longest
   MeasurementWindow window_;  ///< every section counted is inside it
 };
 
