@@ -45,7 +45,8 @@ def _doc_run(doc, params):
     # compare --platforms names its columns VARIANT@PLATFORM ("label")
     return {"variant": doc.get("label") or doc.get("variant") or "", "seed": doc.get("seed", ""),
             "params": params, "metrics": cr.numeric_metrics(doc),
-            "contention": doc.get("contention"), "phases": doc.get("phases")}
+            "contention": doc.get("contention"), "phases": doc.get("phases"),
+            "warnings": doc.get("warnings")}
 
 
 def load_csv(csv_path):
@@ -83,7 +84,7 @@ def load_csv(csv_path):
         doc = doc or by_content.get(key(r["variant"], r["seed"], r["params"])) or {}
         runs.append({"variant": r["variant"], "seed": r["seed"], "params": r["params"],
                      "metrics": r["metrics"], "contention": doc.get("contention"),
-                     "phases": doc.get("phases")})
+                     "phases": doc.get("phases"), "warnings": doc.get("warnings")})
     first = next(iter(docs.values()), {})
     variants = [v or first.get("variant", "") for v in desc.get("variants", [])]
     order = desc.get("param_order") or list(desc.get("params") or {})
@@ -204,8 +205,10 @@ def to_markdown(blocks, plots):
             out.append("## " + b[1])
         elif b[0] in ("p", "md_p"):  # wrapped for email (a code span is never split)
             out.append(textwrap.fill(b[1], MD_WIDTH, break_long_words=False, break_on_hyphens=False))
-        elif b[0] == "ul":
-            out.append("\n".join("- " + i for i in b[1]))
+        elif b[0] == "ul":  # wrapped for email too, a continued item indented under its text
+            out.append("\n".join(textwrap.fill(i, MD_WIDTH, initial_indent="- ", subsequent_indent="  ",
+                                                break_long_words=False, break_on_hyphens=False)
+                                  for i in b[1]))
         elif b[0] == "pre":
             out.append("```text\n%s\n```" % b[1])
         elif b[0] == "table":
@@ -409,6 +412,14 @@ def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measure
                                            ", identical results: deterministic" if same else ""))
     if data["failed"]:
         info.append("Failed or missing runs: %d (not included)" % data["failed"])
+    # what a run's model warned about (an unfair lock), once per variant and text
+    for v in variants:
+        said = []
+        for r in runs:
+            for w in (r.get("warnings") or []) if r["variant"] == v else []:
+                if isinstance(w, str) and w not in said:
+                    said.append(w)
+        info.extend("Warning (%s): %s" % (v, w) for w in said)
     measured_tables = []
     if not data["swept"]:
         found = compare_measured(data, runs, variants)

@@ -421,4 +421,11 @@ TEST_CASE("a spinlock run warns when one CPU takes far more than an even share o
   auto ticket = test::run_cli("run " + s + " --variant ticket --set sections=200 --set cpus=0,1,2,3");
   CHECK(ticket.exit_code == 0);
   CHECK_THAT(ticket.output, !Catch::Contains("unfair"));
+  // two CPUs: twice an even share is all of them, so more than 3/4 is unfair
+  auto pair = test::run_cli("run " + s + " --variant tas --set sections=200 --set cpus=0,1");
+  CHECK_THAT(pair.output, Catch::Contains("one CPU took 100.0 % of the sections (an even share is 50.0 %)"));
+  // fewer than two sections per CPU say nothing about fairness
+  auto few = test::run_cli("run " + s + " --variant ticket --set sections=1 --set cpus=0,1,2,3");
+  CHECK(few.exit_code == 0);
+  CHECK_THAT(few.output, !Catch::Contains("unfair"));
 }

@@ -369,6 +369,23 @@ class TwoVariantCompareReportTest(ReportCase):
         md = (self.report(self.compare_doc(seeds=(1, 2, 3))) / "report.md").read_text()
         self.assertIn("- Seeds: 3 (1, 2, 3)\n", md)
 
+    def test_a_warning_of_a_run_is_in_the_first_lines_once_per_variant_and_wrapped(self):
+        doc = self.compare_doc(seeds=(1, 2))
+        unfair = ("lock tas is unfair here: one CPU took 100.0 % of the sections (an even share is 25.0 %), "
+                  "200 in a row at the most; ns_per_section is its throughput, not a thread's wait")
+        for run in doc["runs"]:
+            if run["variant"] == "dsb-ishst":
+                run["warnings"] = [unfair]
+        md = (self.report(doc) / "report.md").read_text()
+        head = md.split("## ")[0]
+        self.assertEqual(head.count("- Warning (dsb-ishst): lock tas is unfair here"), 1)
+        self.assertNotIn("Warning (wmb)", head)
+        self.assertIn("a thread's wait", head)
+        for line in head.splitlines():
+            self.assertLessEqual(len(line), 80, line)
+        self.assertIn("Warning (dsb-ishst)", (self.report(doc) / "report.html").read_text())
+        self.assertNotIn("Warning", (self.report(self.compare_doc()) / "report.md").read_text())
+
     def test_paragraphs_are_wrapped_for_email(self):
         doc = self.compare_doc()
         for run in doc["runs"]:
