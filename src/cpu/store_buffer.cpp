@@ -2,10 +2,20 @@
 // prefetch, posted MMIO writes, atomics and store-exclusives, and what each
 // waits for (cpu.hpp's header comment states the ordering rules).
 #include <algorithm>
+#include <stdexcept>
 
 #include "cohsim/cpu/cpu.hpp"
 
 namespace cohsim::cpu {
+
+namespace {
+/// A posted atomic's result (post_rmw_returning): its value, for whoever awaits it.
+void complete(sim::Simulator& sim, LoadFuture::State& s, std::uint64_t v) {
+  s.value = v;
+  s.done = true;
+  s.completed.notify_all(sim);
+}
+}  // namespace
 
 // --------------------------------------------------------------- stores ---
 Task<void> Cpu::store(Addr a, int size, std::uint64_t v, Order o) {
@@ -25,6 +35,20 @@ Task<void> Cpu::post_rmw(Addr a, int size, RmwOp op, std::uint64_t operand, std:
   e.compare = compare;
   // No acquire semantics without a destination register.
   co_await buffer_store(e, o == Order::full || o == Order::release ? Order::release : Order::relaxed);
+}
+
+Task<void> Cpu::post_rmw_returning(LoadFuture& result, Addr a, int size, RmwOp op, std::uint64_t operand,
+                                   std::uint64_t compare, Order o) {
+  if (!arm_ || !p_.lse) throw std::logic_error("post_rmw_returning: arm64 with LSE atomics only");
+  ++stats_.atomics;
+  Pending e{a, size, operand, 0, 0, 0, 0};
+  e.atomic = true;
+  e.op = op;
+  e.compare = compare;
+  e.result = std::allocate_shared<LoadFuture::State>(sim::detail::PoolAllocator<LoadFuture::State>{});
+  result.s_ = e.result;
+  result.sim_ = &sim_;
+  co_await buffer_store(std::move(e), o == Order::full || o == Order::release ? Order::release : Order::relaxed);
 }
 
 Task<void> Cpu::buffer_store(Pending e, Order o) {
@@ -129,8 +153,10 @@ Task<void> Cpu::write_port(int port) {
     const std::uint64_t mask = fabric::size_mask(e->size);
     if (e->atomic && fab_.params().atomic_place(e->op, /*posted=*/true) != fabric::AtomicPlace::near) {
       const Pending a = *e;
-      co_await fab_.atomic_far(id_, a.addr, a.size, a.op, a.value & mask, a.compare & mask, /*posted=*/true);
+      const std::uint64_t old =
+          co_await fab_.atomic_far(id_, a.addr, a.size, a.op, a.value & mask, a.compare & mask, /*posted=*/true);
       co_await sim_.delay(p_.atomic_latency);
+      if (a.result) complete(sim_, *a.result, old);
     } else {
       co_await reserve_write_through(line);
       co_await fab_.acquire(id_, line, true);
@@ -139,6 +165,7 @@ Task<void> Cpu::write_port(int port) {
         const std::uint64_t old = fab_.read(id_, e->addr, e->size);
         if (e->op != RmwOp::cas || old == (e->compare & mask))
           fab_.write(id_, e->addr, e->size, fabric::apply_rmw(e->op, old, e->value, e->compare) & mask);
+        if (e->result) complete(sim_, *e->result, old);
       } else {
         fab_.write(id_, e->addr, e->size, e->value);
       }

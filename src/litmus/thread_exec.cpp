@@ -32,9 +32,6 @@ constexpr std::size_t kMaxSpeculation = 8;  ///< predicted branches in flight be
 constexpr std::size_t kMaxDeferred = 4;     ///< operations waiting for their address or operands while later loads go
 constexpr sim::Tick kDeferredPoll = 2 * sim::kNs;  ///< how often waiting deferred operations look at their inputs
 
-std::uint64_t mask(std::uint64_t v, int width) {
-  return width >= 8 ? v : v & ((std::uint64_t{1} << (8 * width)) - 1);
-}
 std::int64_t sign_extend(std::uint64_t v, int width) {
   if (width >= 8) return static_cast<std::int64_t>(v);
   const int shift = 64 - 8 * width;
@@ -119,6 +116,9 @@ void ThreadExec::reset(const Layout& layout) {
   forwarded_.clear();
   held_.clear();
   released_ = false;
+  pair_node_ = -1;
+  pair_store_pc_ = -1;
+  posted_reads_.clear();
   pc_ = 0;
 }
 
@@ -154,6 +154,18 @@ int ThreadExec::first_pending_load(Val v) const {
   for (Val child : {n.a, n.b, n.c})
     if (int p = first_pending_load(child); p >= 0) return p;
   return -1;
+}
+
+bool ThreadExec::waits_on_deferred(Val v) const {
+  if (v.node < 0) return false;
+  const Node& n = nodes_[static_cast<std::size_t>(v.node)];
+  if (n.known) return false;
+  if (n.kind == Kind::load) return !futures_[static_cast<std::size_t>(n.future)].issued();
+  return waits_on_deferred(n.a) || waits_on_deferred(n.b) || waits_on_deferred(n.c);
+}
+
+bool ThreadExec::passes_deferred(const Instr& in, Val address) const {
+  return ((in.op == Op::load && deferrable(in)) || holdable(in)) && !waits_on_deferred(address);
 }
 
 sim::Task<std::uint64_t> ThreadExec::force(Val v) {
@@ -228,6 +240,9 @@ void ThreadExec::rewind(const Checkpoint& cp, int pc) {
   std::erase_if(late_, [&](const Late& l) { return l.node >= later; });
   std::erase_if(forwarded_, [&](const Forwarded& f) { return f.node >= later; });
   std::erase_if(held_, [&](const Held& h) { return h.node >= later; });
+  std::erase_if(posted_reads_, [&](std::int32_t r) { return r >= later; });
+  pair_node_ = -1;
+  pair_store_pc_ = -1;
 }
 
 bool ThreadExec::holdable(const Instr& in) const {
@@ -274,7 +289,19 @@ bool ThreadExec::deferrable(const Instr& in) const {
          (in.order == cpu::Order::relaxed || in.order == cpu::Order::release);
 }
 
-bool ThreadExec::may_pass_deferred(const Instr& in) const { return touches_no_memory(in) || deferrable(in); }
+bool ThreadExec::may_pass_deferred(const Instr& in) const {
+  if (touches_no_memory(in) || deferrable(in)) return true;
+  // A plain store whose address and data wait for no deferred operation is
+  // held (not put in the CPU's store buffer) until they are performed: only
+  // a load of its bytes sees it meanwhile, forwarded (W->R to the thread's
+  // own store, rfi, is not in aarch64.cat's ob unless (addr|data) precedes it).
+  const auto waits = [&](int reg) {
+    return reg >= 0 && reg != kZeroRegister && waits_on_deferred(regs_[static_cast<std::size_t>(reg)]);
+  };
+  return holdable(in) && !waits(in.addr.base_reg) &&
+         !(in.addr.index.kind == Operand::Kind::reg && waits(in.addr.index.reg)) &&
+         !(in.a.kind == Operand::Kind::reg && waits(in.a.reg));
+}
 
 bool ThreadExec::ready_now(Val v) {
   if (known(v)) return true;
@@ -460,7 +487,7 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
   while (true) {
     if (pc_ >= static_cast<int>(code.size())) {
       if (!deferred_.empty() && co_await flush_deferred()) continue;
-      if (!speculation_.empty() && co_await resolve_branches()) continue;
+      if ((!speculation_.empty() || !held_.empty()) && co_await resolve_branches()) continue;
       break;
     }
     const Instr& in = code[static_cast<std::size_t>(pc_)];
@@ -485,6 +512,13 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
         continue;
       }
     }
+    if (in.op == Op::load_excl) {
+      if (const int store = paired_store(pc_); store >= 0) {  // performed with its STXR
+        begin_pair(in, store);
+        ++pc_;
+        continue;
+      }
+    }
     if (!deferred_.empty() && !may_pass_deferred(in) && co_await flush_deferred()) continue;
     if (!held_.empty() && !may_pass_held(in) && co_await resolve_branches()) continue;
     if (serializing(in.op) && !speculation_.empty() && !holdable(in) && co_await resolve_branches()) continue;
@@ -499,7 +533,8 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
         // performed when a later access needs it (flush_deferred).
         if (atomic || !known(av) || !known(a) || !known(b)) {
           // (Not on a predicted path: a wrong path's address may lie anywhere.)
-          if (deferred_.size() < kMaxDeferred && speculation_.empty()) {  // later independent loads go first
+          // (Not after a held store either: a deferred load must see it.)
+          if (deferred_.size() < kMaxDeferred && speculation_.empty() && held_.empty()) {  // later independent loads go first
             const Checkpoint at = checkpoint(pc_);
             futures_.emplace_back();  // issued by flush_deferred (an atomic: by issue_atomic_read)
             nodes_.push_back(Node{Kind::load, 0, static_cast<std::uint8_t>(in.size), false,
@@ -520,10 +555,13 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
             ++pc_;
             continue;
           }
-          if (co_await flush_deferred()) continue;
+          // A plain load whose address waits only for loads already issued
+          // goes past the deferred ones once its address is known (on a
+          // predicted path too): only addr orders it (aarch64.cat dob).
+          if (!passes_deferred(in, av) && co_await flush_deferred()) continue;
         }
       }
-      if (!known(av) && !deferred_.empty() && co_await flush_deferred()) continue;
+      if (!known(av) && !deferred_.empty() && !passes_deferred(in, av) && co_await flush_deferred()) continue;
       addr = known(av) ? eval(av) : co_await force(av);
       const int bytes = (in.op == Op::load_pair || in.op == Op::store_pair) ? 2 * in.size : in.size;
       if (!layout_->contains(addr, static_cast<std::uint64_t>(bytes)) || addr % static_cast<std::uint64_t>(in.size) != 0) {
@@ -622,7 +660,9 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
       case Op::store_pair: {
         const Val first = operand(in.a);
         const std::uint64_t v = known(first) ? eval(first) : co_await force(first);
-        if (!speculation_.empty()) {  // holdable: its branches resolve before it enters the store buffer
+        if (!speculation_.empty() || !deferred_.empty() || !held_.empty()) {
+          // holdable: its branches resolve and the deferred operations are
+          // performed before it enters the store buffer, in program order
           nodes_.push_back(Node{Kind::load, 0, 8, true, -1, {}, {}, {}, 0});
           held_.push_back(Held{addr, in.size, mask(v, in.size), static_cast<std::int32_t>(nodes_.size() - 1)});
           break;
@@ -641,6 +681,10 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
         break;
       }
       case Op::store_excl: {
+        if (pair_store_pc_ == pc_) {
+          co_await perform_pair(in, addr);
+          break;
+        }
         const Val data = operand(in.a);
         const std::uint64_t v = known(data) ? eval(data) : co_await force(data);
         const bool ok = co_await cpu_.store_exclusive(addr, in.size, mask(v, in.size), in.order);
@@ -680,8 +724,12 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
         flag_width_ = in.size;
         break;
       }
-      case Op::dmb: co_await cpu_.dmb(in.domain, in.barrier); break;
-      case Op::dsb: co_await cpu_.dsb(in.domain, in.barrier); break;
+      case Op::dmb:
+      case Op::dsb:
+        if (in.barrier != cpu::BarrierType::st && !posted_reads_.empty()) co_await order_posted_reads();
+        if (in.op == Op::dmb) co_await cpu_.dmb(in.domain, in.barrier);
+        else co_await cpu_.dsb(in.domain, in.barrier);
+        break;
       case Op::isb: co_await cpu_.isb(); break;
       case Op::mfence: co_await cpu_.mfence(); break;
       case Op::lfence: co_await cpu_.lfence(); break;

@@ -5,12 +5,19 @@
 #pragma once
 
 #include <array>
+#include <optional>
+#include <utility>
 #include <cstdint>
 #include <vector>
 
 #include "cohsim/litmus/runner.hpp"
 
 namespace cohsim::litmus::detail {
+
+/// `v` cut to its low `width` bytes.
+inline std::uint64_t mask(std::uint64_t v, int width) {
+  return width >= 8 ? v : v & ((std::uint64_t{1} << (8 * width)) - 1);
+}
 
 /// Where this run's locations live.
 struct Layout {
@@ -142,6 +149,12 @@ class ThreadExec {
   void rewind(const Checkpoint& cp, int pc);
   std::uint64_t eval(Val v);
   int first_pending_load(Val v) const;
+  /// True when `v` needs the value of a deferred operation not issued yet.
+  bool waits_on_deferred(Val v) const;
+  /// True when the plain load `in`, whose address is `address`, may be issued
+  /// past the deferred operations once its address is known (replayed if one
+  /// turns out to overlap it), instead of performing them first.
+  bool passes_deferred(const Instr& in, Val address) const;
   sim::Task<std::uint64_t> force(Val v);
   /// Puts the held stores (those of the path that resolved right) into the CPU's store buffer.
   sim::Task<void> release_held();
@@ -154,6 +167,25 @@ class ThreadExec {
   void set(int reg, Val v, int width);
   void predict(const Instr& in, Val condition);
   [[noreturn]] void fail(const Instr& in, const std::string& what) const;
+
+  // LDXR/STXR pairs performed as one posted atomic (exclusive_pair.cpp).
+  /// The pc of the STXR the LDXR at `pc` pairs with (same address, only
+  /// register moves and arithmetic between; relaxed LDXR, arm64 with LSE), or -1.
+  int paired_store(int pc) const;
+  /// At the LDXR: its result is a load node issued when the pair is posted.
+  void begin_pair(const Instr& ld, int store_pc);
+  /// True when `v` uses node `node`.
+  bool refers_to(Val v, std::int32_t node) const;
+  /// True when `v` is node `node`'s value itself.
+  bool is_read_of(Val v, std::int32_t node) const;
+  /// The atomic that writes `data` computed from the pair's read `read`
+  /// (identity: add 0; read + k, - k, ^ k, | k, & k), or nullopt when `data`
+  /// does not use the read (a swap of `data`) or uses it otherwise.
+  std::optional<std::pair<fabric::RmwOp, std::uint64_t>> pair_operation(Val data, std::int32_t read);
+  /// At the STXR: posts the pair (or, data no atomic computes, LDXR then STXR).
+  sim::Task<void> perform_pair(const Instr& st, fabric::Addr addr);
+  /// Before a barrier ordering reads: awaits the posted pairs' reads.
+  sim::Task<void> order_posted_reads();
 
   const Test& test_;
   int index_;
@@ -172,6 +204,9 @@ class ThreadExec {
   std::vector<Late> late_;
   std::vector<Forwarded> forwarded_;
   std::vector<Held> held_;
+  std::int32_t pair_node_ = -1;  ///< the read of the LDXR whose STXR comes at pair_store_pc_
+  int pair_store_pc_ = -1;
+  std::vector<std::int32_t> posted_reads_;  ///< reads of posted pairs not awaited yet
   bool released_ = false;  ///< a release store or atomic ran (an LDAR then is not forwarded a held store: RCsc)
   int pc_ = 0;
   std::array<std::uint64_t, kRegisterCount> final_{};

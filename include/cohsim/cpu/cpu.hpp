@@ -211,6 +211,15 @@ class Cpu {
   /// orders it after every earlier access. x86, or arm64 without LSE: rmw().
   Task<void> post_rmw(Addr a, int size, RmwOp op, std::uint64_t operand, std::uint64_t compare = 0,
                       Order o = Order::relaxed);
+  /// An atomic whose result is wanted, posted as post_rmw posts it (arm64
+  /// with LSE only): its read and write are performed together when a write
+  /// port takes it, so it is ordered as a store, and `result` gets the value
+  /// it read then (awaited like a load's). For the litmus runner's
+  /// LDXR/STXR pairs (docs/memory-model.md): a relaxed pair orders nothing
+  /// against other locations; the caller orders its read before a later
+  /// DMB LD by awaiting `result`.
+  Task<void> post_rmw_returning(LoadFuture& result, Addr a, int size, RmwOp op, std::uint64_t operand,
+                                std::uint64_t compare = 0, Order o = Order::relaxed);
   /// cmpxchg: returns the old value (success when it equals `expected`).
   Task<std::uint64_t> cmpxchg(Addr a, int size, std::uint64_t expected, std::uint64_t desired, Order o = Order::full) {
     return rmw(a, size, RmwOp::cas, desired, expected, o);
@@ -309,6 +318,7 @@ class Cpu {
     std::uint64_t compare = 0;   ///< (posted atomic) CAS's expected value
     bool writing = false;        ///< a write port took it
     bool prefetched = false;     ///< its line's ownership was requested ahead of its turn
+    std::shared_ptr<LoadFuture::State> result;  ///< (posted atomic, post_rmw_returning) gets the value it read
   };
   /// A load issued whose value is not bound yet.
   struct InFlightLoad {
