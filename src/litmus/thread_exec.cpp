@@ -531,7 +531,14 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
         // An atomic is always deferred: its read is issued early (once its
         // address is known and older deferred accesses are done), its write is
         // performed when a later access needs it (flush_deferred).
-        if (atomic || !known(av) || !known(a) || !known(b)) {
+        // A plain load whose address is known is deferred too in half the
+        // cases (stream litmus.branch), as an out-of-order core may bind it
+        // after later loads: nothing but addr, ctrl+ISB, barriers, acquires
+        // and the location orders a later load after it (aarch64.cat dob, bob;
+        // CoRR by the replay of a later load of its bytes that read otherwise).
+        const bool late = !atomic && known(av) && known(a) && known(b) && speculation_.empty() && held_.empty() &&
+                          deferred_.size() < kMaxDeferred && branch_rng_.below(2) == 1;
+        if (atomic || !known(av) || !known(a) || !known(b) || late) {
           // (Not on a predicted path: a wrong path's address may lie anywhere.)
           // (Not after a held store either: a deferred load must see it.)
           if (deferred_.size() < kMaxDeferred && speculation_.empty() && held_.empty()) {  // later independent loads go first
