@@ -58,6 +58,42 @@ TEST_CASE("A store's data through CMP and CSEL depends on the load: LB+data-thro
   const std::string subs = without(text, "CMP W0,#1", "SUBS W9,W0,#1");
   CHECK(witnessed(without(subs, "CSEL W2,W3,W4,EQ", "CSINC W2,W3,WZR,EQ")) == 0);
   CHECK(witnessed(without(subs, "CSEL W2,W3,W4,EQ", "CSET W2,EQ")) == 0);
+  // CMN, TST, ADDS, ANDS and CCMP set the flags from their operands too (CCMP
+  // also from the old flags, whichever its condition picks).
+  for (const char* setter : {"CMN W0,#1", "TST W0,#1", "ADDS W9,W0,#1", "ANDS W9,W0,#1", "CCMP W0,#1,#0,EQ",
+                             "CCMP W0,#1,#4,NE"}) {
+    INFO(setter);
+    CHECK(witnessed(without(text, "CMP W0,#1", setter)) == 0);
+  }
+}
+
+TEST_CASE("CMN, TST, ADDS, ANDS, CCMP and CCMN set NZCV as AArch64 does", "[litmus]") {
+  // One thread, every condition checked on known values: 1 + -1 = 0 carries
+  // (Z, C); 1 & 2 = 0 (Z); 1 + 1 = 2 (not Z); CCMP compares when its condition
+  // holds, else sets #nzcv; CMN of the largest positive int overflows (V).
+  const std::string text = R"(AArch64 NZCV
+{ }
+ P0                ;
+ MOV W0,#1         ;
+ MOV W9,#2147483647 ;
+ CMN W0,#-1        ;
+ CSET W1,EQ        ;
+ CSET W2,HS        ;
+ TST W0,#2         ;
+ CSET W3,EQ        ;
+ ADDS W4,W0,#1     ;
+ CSET W5,NE        ;
+ CCMP W0,#1,#0,NE  ;
+ CSET W6,EQ        ;
+ CCMP W0,#2,#4,LO  ;
+ CSET W7,EQ        ;
+ CCMN W9,#1,#0,EQ  ;
+ CSET W8,VS_IS_LT  ;
+forall (0:X1=1 /\ 0:X2=1 /\ 0:X3=1 /\ 0:X4=2 /\ 0:X5=1 /\ 0:X6=1 /\ 0:X7=1 /\ 0:X8=1)
+)";
+  // After 0x7fffffff + 1, N and V are both set: GE holds, LT does not.
+  CHECK(witnessed(without(text, "VS_IS_LT", "GE"), 1) == 1);  // (runs satisfying the proposition)
+  CHECK(witnessed(without(text, "VS_IS_LT", "LT"), 1) == 0);
 }
 
 TEST_CASE("A load's address through CMP and CSEL depends on the earlier load: MP+addr-through-flags never appears",

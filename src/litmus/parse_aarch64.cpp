@@ -2,6 +2,7 @@
 // lower case): loads, stores, acquire/release, exclusives, LSE atomics,
 // FEAT_LRCPC3 pairs, barriers, moves, arithmetic, compares and branches.
 #include <array>
+#include <tuple>
 #include <fmt/format.h>
 
 #include "parse_internal.hpp"
@@ -208,22 +209,49 @@ Instr parse_aarch64(std::string_view text, InstrContext& c) {
       if (p.ops.size() == 4) p.extend(p.ops[3], in.b);
       return in;
     }
-  if (m == "CMP") {
-    p.count(2);
+  // The flags (NZCV) setters: CMP, CMN, TST compare; SUBS, ADDS, ANDS also write Rd;
+  // CCMP, CCMN compare when their condition holds, else set the flags to #nzcv.
+  static const std::array<std::pair<std::string_view, Instr::FlagOp>, 3> kCompare = {
+      {{"CMP", Instr::FlagOp::sub}, {"CMN", Instr::FlagOp::add}, {"TST", Instr::FlagOp::and_}}};
+  for (auto [name, op] : kCompare)
+    if (m == name) {
+      if (p.ops.size() != 2 && p.ops.size() != 3) p.count(2);
+      in.op = Op::cmp;
+      in.flag_op = op;
+      in.a = p.source(p.ops[0]);
+      in.b = p.source(p.ops[1]);
+      if (p.ops.size() == 3) p.extend(p.ops[2], in.b);
+      return in;
+    }
+  static const std::array<std::tuple<std::string_view, AluOp, Instr::FlagOp>, 3> kSetting = {
+      {{"SUBS", AluOp::sub, Instr::FlagOp::sub}, {"ADDS", AluOp::add, Instr::FlagOp::add},
+       {"ANDS", AluOp::and_, Instr::FlagOp::and_}}};
+  for (auto [name, alu, op] : kSetting)
+    if (m == name) {
+      if (p.ops.size() != 3 && p.ops.size() != 4) p.count(3);
+      in.op = Op::alu;
+      in.alu = alu;
+      in.sets_flags = true;
+      in.flag_op = op;
+      dst(0);
+      in.a = p.source(p.ops[1]);
+      in.b = p.source(p.ops[2]);
+      if (p.ops.size() == 4) p.extend(p.ops[3], in.b);
+      return in;
+    }
+  if (m == "CCMP" || m == "CCMN") {
+    p.count(4);
     in.op = Op::cmp;
+    in.flag_op = m == "CCMP" ? Instr::FlagOp::sub : Instr::FlagOp::add;
+    in.conditional = true;
     in.a = p.source(p.ops[0]);
     in.b = p.source(p.ops[1]);
-    return in;
-  }
-  if (m == "SUBS") {  // SUB that sets the flags as CMP does
-    if (p.ops.size() != 3 && p.ops.size() != 4) p.count(3);
-    in.op = Op::alu;
-    in.alu = AluOp::sub;
-    in.sets_subtract_flags = true;
-    dst(0);
-    in.a = p.source(p.ops[1]);
-    in.b = p.source(p.ops[2]);
-    if (p.ops.size() == 4) p.extend(p.ops[3], in.b);
+    const Operand flags = p.source(p.ops[2]);
+    if (flags.kind != Operand::Kind::imm || flags.imm.location >= 0 || flags.imm.number < 0 || flags.imm.number > 15)
+      c.fail(p.ops[2], "expected #nzcv, 0 to 15");
+    in.nzcv = static_cast<std::uint8_t>(flags.imm.number);
+    in.cond = condition_named(upper(p.ops[3]));
+    if (in.cond == Cond::al) c.fail(p.ops[3], "expected a condition (EQ, NE, LT, GE, GT, LE, LO, HS, HI, LS, MI, PL)");
     return in;
   }
   if (m == "CSEL" || m == "CSINC" || m == "CSNEG" || m == "CSET") {

@@ -59,6 +59,50 @@ bool holds(Cond c, std::uint64_t a, std::uint64_t b, int width) {
   return false;
 }
 
+/// The NZCV flags (N bit 3, Z 2, C 1, V 0) of `a op b` at `width` bytes, as AArch64 sets them (SUBS, ADDS, ANDS).
+std::uint64_t nzcv_of(Instr::FlagOp op, std::uint64_t a, std::uint64_t b, int width) {
+  const std::uint64_t ua = mask(a, width), ub = mask(b, width);
+  const bool na = sign_extend(ua, width) < 0, nb = sign_extend(ub, width) < 0;
+  std::uint64_t r = 0;
+  bool c = false, v = false;
+  switch (op) {
+    case Instr::FlagOp::sub:
+      r = mask(ua - ub, width);
+      c = ua >= ub;
+      v = na != nb && (sign_extend(r, width) < 0) != na;
+      break;
+    case Instr::FlagOp::add:
+      r = mask(ua + ub, width);
+      c = r < ua;  // the unsigned sum wrapped
+      v = na == nb && (sign_extend(r, width) < 0) != na;
+      break;
+    case Instr::FlagOp::and_: r = ua & ub; break;
+  }
+  const bool n = sign_extend(r, width) < 0, z = r == 0;
+  return (std::uint64_t{n} << 3) | (std::uint64_t{z} << 2) | (std::uint64_t{c} << 1) | std::uint64_t{v};
+}
+
+/// Whether condition `c` holds on flags `f` (nzcv_of's layout).
+bool holds_on(Cond c, std::uint64_t f) {
+  const bool n = (f >> 3) & 1, z = (f >> 2) & 1, cy = (f >> 1) & 1, v = f & 1;
+  switch (c) {
+    case Cond::al: return true;
+    case Cond::eq: return z;
+    case Cond::ne: return !z;
+    case Cond::lt: return n != v;
+    case Cond::ge: return n == v;
+    case Cond::gt: return !z && n == v;
+    case Cond::le: return z || n != v;
+    case Cond::lo: return !cy;
+    case Cond::hs: return cy;
+    case Cond::hi: return cy && !z;
+    case Cond::ls: return !cy || z;
+    case Cond::mi: return n;
+    case Cond::pl: return !n;
+  }
+  return false;
+}
+
 std::uint64_t alu(AluOp op, std::uint64_t a, std::uint64_t b) {
   switch (op) {
     case AluOp::add: return a + b;
@@ -105,8 +149,7 @@ void ThreadExec::reset(const Layout& layout) {
   layout_ = &layout;
   regs_.fill(Val{});
   for (const auto& [reg, value] : thread_.init) regs_[static_cast<std::size_t>(reg)] = Val{-1, layout.address_of(value)};
-  flag_a_ = flag_b_ = Val{};
-  flag_width_ = 8;
+  flags_ = Val{-1, nzcv_of(Instr::FlagOp::sub, 0, 0, 8)};
   nodes_.clear();
   futures_.clear();
   speculation_.clear();
@@ -136,6 +179,8 @@ std::uint64_t ThreadExec::eval(Val v) {
     case Kind::load: throw RunError("internal: a load's value used before it was awaited");
     case Kind::alu: r = mask(alu(static_cast<AluOp>(copy.sub), eval(copy.a), eval(copy.b)), copy.width); break;
     case Kind::condition: r = holds(static_cast<Cond>(copy.sub), eval(copy.a), eval(copy.b), copy.width); break;
+    case Kind::nzcv: r = nzcv_of(static_cast<Instr::FlagOp>(copy.sub), eval(copy.a), eval(copy.b), copy.width); break;
+    case Kind::flag_test: r = holds_on(static_cast<Cond>(copy.sub), eval(copy.a)); break;
     case Kind::select: r = mask(eval(copy.a) != 0 ? eval(copy.b) : eval(copy.c), copy.width); break;
     case Kind::zero_extend32: r = mask(eval(copy.a), 4); break;
     case Kind::sign_extend32: r = static_cast<std::uint64_t>(sign_extend(eval(copy.a), 4)); break;
@@ -213,7 +258,7 @@ Val ThreadExec::address(const Address& a) {
 }
 
 Val ThreadExec::flags_condition(Cond c) {
-  return make(Kind::condition, static_cast<std::uint8_t>(c), flag_width_, flag_a_, flag_b_);
+  return make(Kind::flag_test, static_cast<std::uint8_t>(c), 8, flags_);
 }
 
 void ThreadExec::set(int reg, Val v, int width) {
@@ -222,14 +267,12 @@ void ThreadExec::set(int reg, Val v, int width) {
 }
 
 ThreadExec::Checkpoint ThreadExec::checkpoint(int pc) const {
-  return Checkpoint{pc, pc, Val{}, false, regs_, flag_a_, flag_b_, flag_width_, nodes_.size(), futures_.size()};
+  return Checkpoint{pc, pc, Val{}, false, regs_, flags_, nodes_.size(), futures_.size()};
 }
 
 void ThreadExec::rewind(const Checkpoint& cp, int pc) {
   regs_ = cp.regs;
-  flag_a_ = cp.flag_a;
-  flag_b_ = cp.flag_b;
-  flag_width_ = cp.flag_width;
+  flags_ = cp.flags;
   pc_ = pc;
   nodes_.resize(cp.nodes);
   futures_.resize(cp.futures);  // the loads issued after it are dropped
@@ -448,7 +491,7 @@ sim::Task<const ThreadExec::Bypass*> ThreadExec::first_replay(std::int32_t befor
 
 void ThreadExec::predict(const Instr& in, Val condition) {
   const bool taken = branch_rng_.below(2) == 1;
-  speculation_.push_back(Checkpoint{in.target, pc_ + 1, condition, taken, regs_, flag_a_, flag_b_, flag_width_,
+  speculation_.push_back(Checkpoint{in.target, pc_ + 1, condition, taken, regs_, flags_,
                                     nodes_.size(), futures_.size()});
   pc_ = taken ? in.target : pc_ + 1;
 }
@@ -477,7 +520,10 @@ sim::Task<void> ThreadExec::release_held() {
   // The stores of the path that turned out right enter the store buffer, in program order.
   const std::vector<Held> held = std::move(held_);
   held_.clear();
-  for (const Held& h : held) co_await cpu_.store(h.addr, h.size, h.value, cpu::Order::relaxed);
+  for (const Held& h : held) {
+    const std::uint64_t v = known(h.value) ? eval(h.value) : co_await force(h.value);
+    co_await cpu_.store(h.addr, h.size, mask(v, h.size), cpu::Order::relaxed);
+  }
 }
 
 sim::Task<void> ThreadExec::run(sim::Tick start) {
@@ -592,23 +638,21 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
       case Op::alu: {
         Val r = make(Kind::alu, static_cast<std::uint8_t>(in.alu), in.dst_width, operand(in.a), operand(in.b));
         set(in.dst, r, in.dst_width);
-        if (in.sets_result_flags) {
-          flag_a_ = r;
-          flag_b_ = Val{};
-          flag_width_ = in.dst_width;
-        }
-        if (in.sets_subtract_flags) {
-          flag_a_ = operand(in.a);
-          flag_b_ = operand(in.b);
-          flag_width_ = in.a.width;
-        }
+        if (in.sets_result_flags)  // x86: as a compare of the result with 0
+          flags_ = make(Kind::nzcv, static_cast<std::uint8_t>(Instr::FlagOp::sub), in.dst_width, r, Val{});
+        if (in.sets_flags)
+          flags_ = make(Kind::nzcv, static_cast<std::uint8_t>(in.flag_op), in.a.width, operand(in.a), operand(in.b));
         break;
       }
-      case Op::cmp:
-        flag_a_ = operand(in.a);
-        flag_b_ = operand(in.b);
-        flag_width_ = in.a.width;
+      case Op::cmp: {
+        // NZCV is a register: the new flags depend on the operands and (CCMP,
+        // CCMN) on the old flags, whichever the condition picks.
+        const Val compared =
+            make(Kind::nzcv, static_cast<std::uint8_t>(in.flag_op), in.a.width, operand(in.a), operand(in.b));
+        flags_ = in.conditional ? make(Kind::select, 0, 8, flags_condition(in.cond), compared, Val{-1, in.nzcv})
+                                : compared;
         break;
+      }
       case Op::csel: {
         // NZCV is a register: the result depends on the flags (so on the
         // registers that set them) and on both sources, whichever is chosen
@@ -637,8 +681,10 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
             co_await resolve_branches();
             continue;
           }
-          nodes_.push_back(Node{Kind::load, 0, static_cast<std::uint8_t>(in.size), true, -1, {}, {}, {}, held->value});
-          set(in.dst, Val{static_cast<std::int32_t>(nodes_.size() - 1), 0}, in.dst_width);
+          const Val v = in.size >= 8 ? held->value
+                                     : make(Kind::alu, static_cast<std::uint8_t>(AluOp::and_), 8, held->value,
+                                            Val{-1, mask(~std::uint64_t{0}, in.size)});
+          set(in.dst, v, in.dst_width);
           break;
         }
         // Forwarded from the newest deferred atomic's write, or (stream
@@ -666,14 +712,17 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
       case Op::store:
       case Op::store_pair: {
         const Val first = operand(in.a);
-        const std::uint64_t v = known(first) ? eval(first) : co_await force(first);
-        if (!speculation_.empty() || !deferred_.empty() || !held_.empty()) {
-          // holdable: its branches resolve and the deferred operations are
-          // performed before it enters the store buffer, in program order
+        if (holdable(in) && (!speculation_.empty() || !deferred_.empty() || !held_.empty() || !known(first))) {
+          // Held: its branches resolve, the deferred operations are performed
+          // and its data is awaited before it enters the store buffer, in
+          // program order. Its data stays lazy meanwhile: a later load of its
+          // bytes is forwarded that value, so it depends on what the data
+          // depends on ((addr|data);rfi is in dob) and on nothing else.
           nodes_.push_back(Node{Kind::load, 0, 8, true, -1, {}, {}, {}, 0});
-          held_.push_back(Held{addr, in.size, mask(v, in.size), static_cast<std::int32_t>(nodes_.size() - 1)});
+          held_.push_back(Held{addr, in.size, first, static_cast<std::int32_t>(nodes_.size() - 1)});
           break;
         }
+        const std::uint64_t v = known(first) ? eval(first) : co_await force(first);
         co_await cpu_.store(addr, in.size, mask(v, in.size), in.order);
         if (in.op == Op::store_pair) {
           const Val second = operand(in.b);
@@ -714,9 +763,7 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
             co_await cpu_.rmw(addr, in.size, in.rmw_op, mask(x, in.size), mask(compare, in.size), in.order);
         set(in.dst, Val{-1, old}, in.dst_width);
         if (in.sets_compare_flags) {
-          flag_a_ = Val{-1, old};
-          flag_b_ = Val{-1, compare};
-          flag_width_ = in.size;
+          flags_ = Val{-1, nzcv_of(Instr::FlagOp::sub, old, compare, in.size)};
         }
         break;
       }
@@ -726,9 +773,7 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
         const std::uint64_t x = known(a) ? eval(a) : co_await force(a);
         const std::uint64_t r = mask(alu(in.alu, old, x), in.size);
         co_await cpu_.store(addr, in.size, r);
-        flag_a_ = Val{-1, r};
-        flag_b_ = Val{};
-        flag_width_ = in.size;
+        flags_ = Val{-1, nzcv_of(Instr::FlagOp::sub, r, 0, in.size)};
         break;
       }
       case Op::dmb:

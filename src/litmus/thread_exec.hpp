@@ -51,7 +51,8 @@ class ThreadExec {
   std::uint64_t final_register(int reg) const { return final_[static_cast<std::size_t>(reg)]; }
 
  private:
-  enum class Kind : std::uint8_t { load, alu, condition, select, zero_extend32, sign_extend32 };
+  /// condition: a compare of a and b (CBZ); nzcv: the flags of a <sub> b; flag_test: condition <sub> on flags a.
+  enum class Kind : std::uint8_t { load, alu, condition, select, zero_extend32, sign_extend32, nzcv, flag_test };
   struct Node {
     Kind kind = Kind::load;
     std::uint8_t sub = 0;    ///< AluOp or Cond
@@ -66,8 +67,7 @@ class ThreadExec {
     Val condition;
     bool predicted_taken;
     std::array<Val, kRegisterCount> regs;
-    Val flag_a, flag_b;
-    int flag_width;
+    Val flags;
     std::size_t nodes, futures;
   };
 
@@ -117,7 +117,7 @@ class ThreadExec {
   struct Held {
     fabric::Addr addr;
     int size;
-    std::uint64_t value;
+    Val value;          ///< its data, lazy (awaited when it enters the store buffer)
     std::int32_t node;  ///< a node marking its place in program order (for rewinds)
   };
   bool known(Val v) const { return v.node < 0 || nodes_[static_cast<std::size_t>(v.node)].known; }
@@ -194,8 +194,7 @@ class ThreadExec {
   sim::RandomStream& branch_rng_;
   const Layout* layout_ = nullptr;
   std::array<Val, kRegisterCount> regs_{};
-  Val flag_a_, flag_b_;
-  int flag_width_ = 8;
+  Val flags_;  ///< NZCV (nzcv_of's bits), a register like the others
   std::vector<Node> nodes_;
   std::vector<cpu::LoadFuture> futures_;
   std::vector<Checkpoint> speculation_;

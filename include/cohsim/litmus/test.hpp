@@ -84,7 +84,7 @@ enum class Op : std::uint8_t {
   nop,
   mov,          ///< dst = a
   alu,          ///< dst = a <alu> b (x86 two-operand forms also set the flags to the result)
-  cmp,          ///< flags = compare(a, b)
+  cmp,          ///< flags = NZCV of a <flag_op> b (CMP, CMN, TST; CCMP, CCMN when `cond` holds)
   csel,         ///< dst = cond ? a : b (CSINC: b + 1, CSNEG: -b; CSET: 1, 0)
   load,         ///< dst = [addr] (order)
   store,        ///< [addr] = a (order)
@@ -114,7 +114,12 @@ struct Instr {
   fabric::RmwOp rmw_op = fabric::RmwOp::add;
   bool sets_compare_flags = false;  ///< x86 cmpxchg: flags = compare(old, expected)
   bool sets_result_flags = false;   ///< x86 ALU: flags = compare(result, 0)
-  bool sets_subtract_flags = false; ///< AArch64 SUBS: flags = compare(a, b), as CMP
+  bool sets_flags = false;          ///< AArch64 SUBS, ADDS, ANDS: flags = NZCV of a <flag_op> b, as CMP, CMN, TST
+  /// cmp and sets_flags: the operation whose NZCV the flags get (CMP/SUBS sub, CMN/ADDS add, TST/ANDS and).
+  enum class FlagOp : std::uint8_t { sub, add, and_ } flag_op = FlagOp::sub;
+  /// CCMP / CCMN (cmp with `conditional`): when `cond` fails the flags become `nzcv` instead.
+  bool conditional = false;
+  std::uint8_t nzcv = 0;
   /// csel: what the result is when the condition fails (CSEL b, CSINC b + 1, CSNEG -b).
   enum class Otherwise : std::uint8_t { b, b_plus_one, minus_b } otherwise = Otherwise::b;
   cpu::Domain domain = cpu::Domain::sy;
