@@ -45,8 +45,6 @@ std::vector<int> thread_placement(const topo::Topology& topology, int threads) {
 
 namespace {
 
-constexpr std::uint64_t kSpreadSteps = 4;  ///< a run's start spread is start_spread << (0 .. kSpreadSteps - 1)
-
 /// The latency of one load that misses to memory homed at the farthest thread's
 /// node, as this platform prices it: the scale of the start offsets and jitter.
 sim::Tick miss_latency(scenario::Machine& m, const std::vector<int>& cpus) {
@@ -123,14 +121,9 @@ TestResult run_test(const Test& test, scenario::Machine& m, std::uint64_t runs, 
         m.fabric().poke(layout.base[j] + ei * static_cast<std::uint64_t>(l.element_size), l.element_size, v);
       }
     }
-    // The spread of this run's start offsets (arm64): start_spread times 1,
-    // 2, 4 or 8, so that a thread whose chain of dependent misses is long can
-    // still run before or after all of another thread's accesses. (x86's
-    // three-thread outcomes need the narrow one.)
-    const sim::Tick spread = arm ? result.start_spread << start_rng.below(kSpreadSteps) : result.start_spread;
     for (int i = 0; i < n; ++i) {
       threads[static_cast<std::size_t>(i)]->reset(layout);
-      m.sim().spawn(fmt::format("litmus P{}", i), threads[static_cast<std::size_t>(i)]->run(start_rng.below(spread)));
+      m.sim().spawn(fmt::format("litmus P{}", i), threads[static_cast<std::size_t>(i)]->run(start_rng.below(result.start_spread)));
     }
     if (m.sim().run() != sim::RunEnd::all_done)
       throw RunError(fmt::format("{}: run {} did not finish\n{}", test.file, r, m.sim().describe_processes()));
