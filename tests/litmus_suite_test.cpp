@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <iostream>
+#include <string_view>
 
 #include "cohsim/litmus/suite.hpp"
 #include "test_support.hpp"
@@ -69,7 +70,7 @@ void run_catalogue(const Catalogue& c) {
 // architecture), stronger than herd's default, which lets LB+rel+CSEL,
 // MP+rel+CSEL and MP+rel+CSEL-addr through: those three are not seen (31 of 38).
 TEST_CASE("The AArch64 catalogue witnesses no forbidden outcome and holds its share of allowed ones", "[litmus][suite]") { run_catalogue({"aarch64", 0.9, 0.81}); }
-TEST_CASE("The AArch64 CAS catalogue witnesses no forbidden outcome and holds its share of allowed ones", "[litmus][suite]") { run_catalogue({"aarch64-cas", 0.9, 0.55}); }
+TEST_CASE("The AArch64 CAS catalogue witnesses no forbidden outcome and holds its share of allowed ones", "[litmus][suite]") { run_catalogue({"aarch64-cas", 0.9, 0.6}); }
 // 4 of its 50 tests need virtual memory (Variant=vmsa: PTE, TLBI): 46 of 50
 // are in the subset (the two instruction-fetch ones included).
 TEST_CASE("The AArch64 reader's guide catalogue witnesses no forbidden outcome and holds its share of allowed ones", "[litmus][suite]") {
@@ -80,20 +81,25 @@ TEST_CASE("The x86-64 catalogue witnesses no forbidden outcome and every allowed
 }
 
 // The Dat3M AArch64 suite (1,062 tests in 14 folders, tests/data/litmus/dat3m-aarch64), sampled at 300 runs a test
-// to stay well under a minute: never a forbidden outcome, every test in the subset. The witnessed share is a floor
-// of what the core reaches today (38.8 % at 200 runs: exclusives to different locations and dependency chains that
-// the architecture lets reorder are not relaxed yet, docs/memory-model.md); the issue's goal is 80 %.
+// to stay well under a minute: never a forbidden outcome, every test in the subset. The witnessed shares are floors
+// of what the runner reaches today (docs/memory-model.md), so that a lost relaxation fails: 181 of 312 at 300 runs;
+// ATOM (exclusive pairs to different locations, ordered by nothing) every one of its 23; PPO (dependency chains
+// with a link that does not order) 29 of 127. The issue's goal is 80 %.
 TEST_CASE("The Dat3M AArch64 suite witnesses no forbidden outcome", "[litmus][suite][dat3m]") {
   const std::uint64_t runs = kSanitized ? 50 : 300;
   std::vector<Entry> all;
   for (const auto& family : {"ATOM", "CO", "EXTRA", "Fence2", "FenceLA", "HAND", "HAND2", "LD", "POPL16", "PPO",
                              "RPLUS", "RelAcq", "TUTO", "dart"}) {
     const auto entries = run_folder(std::string("tests/data/litmus/dat3m-aarch64/") + family, runs);
+    const Summary f = summarize(entries);
+    INFO(family << ": " << f.allowed_seen << " of " << f.allowed_run);
+    if (std::string_view(family) == "ATOM") CHECK(f.allowed_seen == f.allowed_run);
+    if (std::string_view(family) == "PPO") CHECK(f.allowed_seen >= (kSanitized ? 0.1 : 0.2) * f.allowed_run);
     all.insert(all.end(), entries.begin(), entries.end());
   }
   std::cout << "dat3m-aarch64: " << format_summary(all);
   const Summary s = summarize(all);
   CHECK(s.tests == 1062);
   CHECK(s.supported() == s.tests);
-  CHECK(s.allowed_seen >= (kSanitized ? 0.3 : 0.37) * s.allowed_run);
+  CHECK(s.allowed_seen >= (kSanitized ? 0.4 : 0.55) * s.allowed_run);
 }
