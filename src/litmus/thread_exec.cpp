@@ -32,90 +32,6 @@ constexpr std::size_t kMaxSpeculation = 8;  ///< predicted branches in flight be
 constexpr std::size_t kMaxDeferred = 4;     ///< operations waiting for their address or operands while later loads go
 constexpr sim::Tick kDeferredPoll = 2 * sim::kNs;  ///< how often waiting deferred operations look at their inputs
 
-std::int64_t sign_extend(std::uint64_t v, int width) {
-  if (width >= 8) return static_cast<std::int64_t>(v);
-  const int shift = 64 - 8 * width;
-  return static_cast<std::int64_t>(v << shift) >> shift;
-}
-
-bool holds(Cond c, std::uint64_t a, std::uint64_t b, int width) {
-  const std::uint64_t ua = mask(a, width), ub = mask(b, width);
-  const std::int64_t sa = sign_extend(a, width), sb = sign_extend(b, width);
-  switch (c) {
-    case Cond::al: return true;
-    case Cond::eq: return ua == ub;
-    case Cond::ne: return ua != ub;
-    case Cond::lt: return sa < sb;
-    case Cond::ge: return sa >= sb;
-    case Cond::gt: return sa > sb;
-    case Cond::le: return sa <= sb;
-    case Cond::lo: return ua < ub;
-    case Cond::hs: return ua >= ub;
-    case Cond::hi: return ua > ub;
-    case Cond::ls: return ua <= ub;
-    case Cond::mi: return sign_extend(ua - ub, width) < 0;
-    case Cond::pl: return sign_extend(ua - ub, width) >= 0;
-  }
-  return false;
-}
-
-/// The NZCV flags (N bit 3, Z 2, C 1, V 0) of `a op b` at `width` bytes, as AArch64 sets them (SUBS, ADDS, ANDS).
-std::uint64_t nzcv_of(Instr::FlagOp op, std::uint64_t a, std::uint64_t b, int width) {
-  const std::uint64_t ua = mask(a, width), ub = mask(b, width);
-  const bool na = sign_extend(ua, width) < 0, nb = sign_extend(ub, width) < 0;
-  std::uint64_t r = 0;
-  bool c = false, v = false;
-  switch (op) {
-    case Instr::FlagOp::sub:
-      r = mask(ua - ub, width);
-      c = ua >= ub;
-      v = na != nb && (sign_extend(r, width) < 0) != na;
-      break;
-    case Instr::FlagOp::add:
-      r = mask(ua + ub, width);
-      c = r < ua;  // the unsigned sum wrapped
-      v = na == nb && (sign_extend(r, width) < 0) != na;
-      break;
-    case Instr::FlagOp::and_: r = ua & ub; break;
-  }
-  const bool n = sign_extend(r, width) < 0, z = r == 0;
-  return (std::uint64_t{n} << 3) | (std::uint64_t{z} << 2) | (std::uint64_t{c} << 1) | std::uint64_t{v};
-}
-
-/// Whether condition `c` holds on flags `f` (nzcv_of's layout).
-bool holds_on(Cond c, std::uint64_t f) {
-  const bool n = (f >> 3) & 1, z = (f >> 2) & 1, cy = (f >> 1) & 1, v = f & 1;
-  switch (c) {
-    case Cond::al: return true;
-    case Cond::eq: return z;
-    case Cond::ne: return !z;
-    case Cond::lt: return n != v;
-    case Cond::ge: return n == v;
-    case Cond::gt: return !z && n == v;
-    case Cond::le: return z || n != v;
-    case Cond::lo: return !cy;
-    case Cond::hs: return cy;
-    case Cond::hi: return cy && !z;
-    case Cond::ls: return !cy || z;
-    case Cond::mi: return n;
-    case Cond::pl: return !n;
-  }
-  return false;
-}
-
-std::uint64_t alu(AluOp op, std::uint64_t a, std::uint64_t b) {
-  switch (op) {
-    case AluOp::add: return a + b;
-    case AluOp::sub: return a - b;
-    case AluOp::eor: return a ^ b;
-    case AluOp::and_: return a & b;
-    case AluOp::orr: return a | b;
-    case AluOp::lsl: return b >= 64 ? 0 : a << b;
-    case AluOp::lsr: return b >= 64 ? 0 : a >> b;
-  }
-  return 0;
-}
-
 bool serializing(Op op) {
   return op == Op::store || op == Op::store_pair || op == Op::store_excl || op == Op::load_excl || op == Op::rmw ||
          op == Op::mem_alu || op == Op::isb;
@@ -680,6 +596,13 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
           if (!exact || (in.order == cpu::Order::acquire && released_)) {
             co_await resolve_branches();
             continue;
+          }
+          // An acquire (LDAR, LDAPR) orders the later accesses after its read,
+          // which here is the held store's data: awaited first
+          // ((addr|data);rfi;[A];po, MP+rel+data-lrs-acq).
+          if (in.order != cpu::Order::relaxed && !known(held->value)) {
+            const Val data = held->value;
+            (void)co_await force(data);
           }
           const Val v = in.size >= 8 ? held->value
                                      : make(Kind::alu, static_cast<std::uint8_t>(AluOp::and_), 8, held->value,

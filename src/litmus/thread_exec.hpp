@@ -19,6 +19,18 @@ inline std::uint64_t mask(std::uint64_t v, int width) {
   return width >= 8 ? v : v & ((std::uint64_t{1} << (8 * width)) - 1);
 }
 
+// values.cpp: the arithmetic of a thread's expression nodes.
+/// `v`'s low `width` bytes as a signed number.
+std::int64_t sign_extend(std::uint64_t v, int width);
+/// Whether `c` holds comparing `a` with `b` at `width` bytes (CBZ, CBNZ, TBZ, TBNZ).
+bool holds(Cond c, std::uint64_t a, std::uint64_t b, int width);
+/// The NZCV flags (N bit 3, Z 2, C 1, V 0) of `a op b` at `width` bytes, as AArch64 sets them (SUBS, ADDS, ANDS).
+std::uint64_t nzcv_of(Instr::FlagOp op, std::uint64_t a, std::uint64_t b, int width);
+/// Whether condition `c` holds on flags `f` (nzcv_of's layout).
+bool holds_on(Cond c, std::uint64_t f);
+/// `a op b` (64 bits).
+std::uint64_t alu(AluOp op, std::uint64_t a, std::uint64_t b);
+
 /// Where this run's locations live.
 struct Layout {
   std::vector<fabric::Addr> base;   ///< per location
