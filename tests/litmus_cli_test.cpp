@@ -124,3 +124,37 @@ TEST_CASE("A test whose arch does not match the platform is an error", "[litmus]
   CHECK(r.output.find("an AArch64 test cannot run on") != std::string::npos);
   CHECK(read_json(dir.file("o.json"))["tests"][0]["status"] == "error");
 }
+
+TEST_CASE("litmus --cpus places thread i on the i-th CPU of the list, and a list that cannot place the test is bad input",
+          "[litmus][cli]") {
+  TempDir dir;
+  dir.write("sb.litmus",
+            "AArch64 SB\n{ 0:X1=x; 0:X3=y; 1:X1=y; 1:X3=x; }\n P0 | P1 ;\n MOV W0,#1 | MOV W0,#1 ;\n"
+            " STR W0,[X1] | STR W0,[X1] ;\n LDR W2,[X3] | LDR W2,[X3] ;\nexists (0:X2=0 /\\ 1:X2=0)\n");
+  // default: spread over the cores (kunpeng920: a two-thread test on CPUs 0 and 48)
+  auto spread = run_cli("litmus --runs 5 --json " + quoted(dir.file("spread.json")) + " " + quoted(dir.file("sb.litmus")));
+  CHECK(spread.exit_code == 0);
+  CHECK(read_json(dir.file("spread.json"))["tests"][0]["cpus"] == json::array({0, 48}));
+  // both threads in one cluster, in the order given
+  auto near = run_cli("litmus --runs 5 --cpus 1,0 --json " + quoted(dir.file("near.json")) + " " +
+                      quoted(dir.file("sb.litmus")));
+  CHECK(near.exit_code == 0);
+  CHECK(read_json(dir.file("near.json"))["tests"][0]["cpus"] == json::array({1, 0}));
+  CHECK(near.output.find("on kunpeng920, CPUs 1,0 (--cpus)") != std::string::npos);
+  auto range = run_cli("litmus --runs 5 --cpus 24-27 --json " + quoted(dir.file("range.json")) + " " +
+                       quoted(dir.file("sb.litmus")));
+  CHECK(range.exit_code == 0);
+  CHECK(read_json(dir.file("range.json"))["tests"][0]["cpus"] == json::array({24, 25}));
+  auto too_few = run_cli("litmus --runs 5 --cpus 3 " + quoted(dir.file("sb.litmus")));
+  CHECK(too_few.exit_code == 2);
+  CHECK(too_few.output.find("2 threads, --cpus names 1 CPU") != std::string::npos);
+  auto missing = run_cli("litmus --runs 5 --cpus 0,96 " + quoted(dir.file("sb.litmus")));
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.output.find("--cpus: CPU 96 does not exist on kunpeng920 (CPUs 0-95)") != std::string::npos);
+  for (const char* bad : {"x", "0,0", "3-1", ""}) {
+    INFO(bad);
+    auto r = run_cli(std::string("litmus --runs 5 --cpus '") + bad + "' " + quoted(dir.file("sb.litmus")));
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("--cpus") != std::string::npos);
+  }
+}

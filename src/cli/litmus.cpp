@@ -1,7 +1,10 @@
 // cohsim litmus: herd7-format litmus tests run on the simulated cores.
+#include <algorithm>
 #include <boost/program_options.hpp>
+#include <charconv>
 #include <fmt/format.h>
 #include <iostream>
+#include <sstream>
 #include <unistd.h>
 
 #include "cli.hpp"
@@ -11,11 +14,38 @@ namespace cohsim::cli {
 
 namespace po = boost::program_options;
 
+namespace {
+/// --cpus "0,48" or "0-3,48": CPU numbers in the order the threads take them (checked against the
+/// platform when a test runs).
+std::vector<int> parse_litmus_cpus(const std::string& text) {
+  std::vector<int> cpus;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    const auto dash = part.find('-');
+    const std::string lo = part.substr(0, dash), hi = dash == std::string::npos ? lo : part.substr(dash + 1);
+    int a = 0, b = 0;
+    const auto r1 = std::from_chars(lo.data(), lo.data() + lo.size(), a);
+    const auto r2 = std::from_chars(hi.data(), hi.data() + hi.size(), b);
+    if (lo.empty() || r1.ec != std::errc() || r1.ptr != lo.data() + lo.size() || r2.ec != std::errc() ||
+        r2.ptr != hi.data() + hi.size() || b < a)
+      throw config::ConfigError("--cpus", "", fmt::format("cannot read '{}' as a CPU or range (e.g. 0,48 or 0-3)", part));
+    for (int c = a; c <= b; ++c) {
+      if (std::find(cpus.begin(), cpus.end(), c) != cpus.end())
+        throw config::ConfigError("--cpus", "", fmt::format("CPU {} is listed twice", c));
+      cpus.push_back(c);
+    }
+  }
+  if (cpus.empty()) throw config::ConfigError("--cpus", "", "the CPU list is empty");
+  return cpus;
+}
+}  // namespace
+
 int cmd_litmus(const std::vector<std::string>& args) {
   litmus::SuiteOptions options;
   options.aarch64_platform = source_dir() + "/configs/platforms/kunpeng920.json";
   options.x86_platform = source_dir() + "/configs/platforms/skylake-sp-2s.json";
-  std::string platform, kinds_file, json_file;
+  std::string platform, kinds_file, json_file, cpus;
   Unsigned64 seed;
   std::vector<std::string> paths;
   po::options_description d("cohsim litmus [options] PATH...");
@@ -24,6 +54,9 @@ int cmd_litmus(const std::vector<std::string>& args) {
       "platform file for every test (default: configs/platforms/kunpeng920.json for AArch64 tests, "
       "skylake-sp-2s.json for x86 tests)")("runs", whole(&options.runs)->default_value(Unsigned64{1000}, "1000"), "runs per test")(
       "seed", po::value(&seed)->default_value(Unsigned64{1}, "1"), "seed of the named random streams litmus.home, litmus.start, litmus.jitter, litmus.branch")(
+      "cpus", po::value(&cpus),
+      "thread i of each test on the i-th CPU of this list (e.g. 0,48 or 0-3); default: spread over the cores "
+      "(kunpeng920: 0,48 for two threads)")(
       "kinds", po::value(&kinds_file),
       "herd kinds file (NAME Allowed|Forbidden|Required per line); default: the kinds.txt of each directory "
       "PATH or @list's directory")("json", po::value(&json_file), "write the results as JSON (atomically)");
@@ -51,6 +84,7 @@ int cmd_litmus(const std::vector<std::string>& args) {
   if (paths.empty()) throw po::error("cohsim litmus needs at least one PATH (a .litmus file, a directory or an @list)");
   if (options.runs < 1) throw config::ConfigError("--runs", "", fmt::format("{}: must be at least 1", options.runs));
   if (!platform.empty()) options.platform = platform;
+  if (vm.count("cpus")) options.cpus = parse_litmus_cpus(cpus);
   try {
     std::vector<std::string> kinds_files;
     const auto files = litmus::expand_paths(paths, kinds_files);

@@ -72,7 +72,8 @@ struct JitterGuard {
 
 }  // namespace
 
-TestResult run_test(const Test& test, scenario::Machine& m, std::uint64_t runs, std::uint64_t seed) {
+TestResult run_test(const Test& test, scenario::Machine& m, std::uint64_t runs, std::uint64_t seed,
+                    const std::vector<int>& cpus) {
   const bool arm = m.cpu_params().arch == "arm64";
   if (arm != (test.arch == Arch::aarch64))
     throw RunError(fmt::format("{}: an {} test cannot run on {} (cpu.arch {})", test.file, test.arch_word, m.name(),
@@ -81,7 +82,18 @@ TestResult run_test(const Test& test, scenario::Machine& m, std::uint64_t runs, 
   if (n > m.cpu_count()) throw RunError(fmt::format("{}: {} threads, {} has {} CPUs", test.file, n, m.name(), m.cpu_count()));
   TestResult result;
   result.platform = m.name();
-  result.cpus = thread_placement(m.topology(), n);
+  if (cpus.empty()) {
+    result.cpus = thread_placement(m.topology(), n);
+  } else {  // --cpus: the user's placement ("does this barrier suffice across sockets?")
+    if (static_cast<int>(cpus.size()) < n)
+      throw RunError(fmt::format("{}: {} threads, --cpus names {} CPU{}", test.file, n, cpus.size(),
+                                 cpus.size() == 1 ? "" : "s"));
+    for (int c : cpus)
+      if (c < 0 || c >= m.cpu_count())
+        throw RunError(fmt::format("--cpus: CPU {} does not exist on {} (CPUs 0-{})", c, m.name(), m.cpu_count() - 1));
+    result.cpus.assign(cpus.begin(), cpus.begin() + n);
+    result.placed = true;
+  }
   result.runs = runs;
   // Padding, so that no small integer a test uses equals a location's address.
   for (int node = 0; node < m.memory().nodes(); ++node) m.memory().alloc(node, 4096, 64, "litmus.padding");

@@ -83,7 +83,7 @@ Entry run_file(const std::string& file, const SuiteOptions& options, std::map<st
     if (it == platforms.end()) it = platforms.emplace(platform, scenario::load_platform(platform)).first;
     config::Registry registry;
     scenario::Machine machine(it->second, options.seed, registry);
-    e.result = run_test(t, machine, options.runs, options.seed);
+    e.result = run_test(t, machine, options.runs, options.seed, options.cpus);
   } catch (const std::exception& err) {  // a platform that does not fit, a run that cannot finish
     e.status = Entry::Status::error;
     e.reason = err.what();

@@ -37,6 +37,7 @@ struct Outcome {
 struct TestResult {
   std::string platform;          ///< the machine's name
   std::vector<int> cpus;         ///< the CPU each thread ran on
+  bool placed = false;           ///< cpus came from --cpus, not the spread placement
   sim::Tick start_spread = 0;    ///< start offsets uniform in [0, start_spread)
   sim::Tick jitter = 0;          ///< per-access perturbation uniform in [0, jitter)
   std::uint64_t runs = 0;
@@ -58,6 +59,9 @@ std::vector<int> thread_placement(const topo::Topology& topology, int threads);
 
 /// Runs `test` `runs` times on `machine` (its cpu.arch must match the test's).
 /// Randomness: streams "litmus.home", "litmus.start", "litmus.jitter" and "litmus.branch" from `seed`.
-TestResult run_test(const Test& test, scenario::Machine& machine, std::uint64_t runs, std::uint64_t seed);
+/// `cpus`: thread i on cpus[i] (at least one per thread, each on the machine,
+/// none twice); empty: spread over the cores (thread_placement).
+TestResult run_test(const Test& test, scenario::Machine& machine, std::uint64_t runs, std::uint64_t seed,
+                    const std::vector<int>& cpus = {});
 
 }  // namespace cohsim::litmus

@@ -26,6 +26,7 @@ struct SuiteOptions {
   std::string x86_platform;             ///< the default for x86 tests
   std::uint64_t runs = 1000;
   std::uint64_t seed = 1;
+  std::vector<int> cpus;                ///< --cpus: thread i runs on cpus[i]; empty: spread over the cores
   Kinds kinds;                          ///< empty: no verdicts
 };
 
