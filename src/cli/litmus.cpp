@@ -1,10 +1,9 @@
 // cohsim litmus: herd7-format litmus tests run on the simulated cores.
 #include <algorithm>
 #include <boost/program_options.hpp>
-#include <charconv>
+#include <limits>
 #include <fmt/format.h>
 #include <iostream>
-#include <sstream>
 #include <unistd.h>
 
 #include "cli.hpp"
@@ -18,23 +17,16 @@ namespace {
 /// --cpus "0,48" or "0-3,48": CPU numbers in the order the threads take them (checked against the
 /// platform when a test runs).
 std::vector<int> parse_litmus_cpus(const std::string& text) {
+  std::string bad;
+  const auto listed = config::parse_cpu_ranges(text, bad);
+  if (!listed) throw config::ConfigError("--cpus", "", fmt::format("cannot read '{}' as a CPU or range (e.g. 0,48 or 0-3)", bad));
   std::vector<int> cpus;
-  std::stringstream ss(text);
-  std::string part;
-  while (std::getline(ss, part, ',')) {
-    const auto dash = part.find('-');
-    const std::string lo = part.substr(0, dash), hi = dash == std::string::npos ? lo : part.substr(dash + 1);
-    int a = 0, b = 0;
-    const auto r1 = std::from_chars(lo.data(), lo.data() + lo.size(), a);
-    const auto r2 = std::from_chars(hi.data(), hi.data() + hi.size(), b);
-    if (lo.empty() || r1.ec != std::errc() || r1.ptr != lo.data() + lo.size() || r2.ec != std::errc() ||
-        r2.ptr != hi.data() + hi.size() || b < a)
-      throw config::ConfigError("--cpus", "", fmt::format("cannot read '{}' as a CPU or range (e.g. 0,48 or 0-3)", part));
-    for (int c = a; c <= b; ++c) {
-      if (std::find(cpus.begin(), cpus.end(), c) != cpus.end())
-        throw config::ConfigError("--cpus", "", fmt::format("CPU {} is listed twice", c));
-      cpus.push_back(c);
-    }
+  for (long long c : *listed) {
+    if (c > std::numeric_limits<int>::max())
+      throw config::ConfigError("--cpus", "", fmt::format("CPU {} does not exist", c));
+    if (std::find(cpus.begin(), cpus.end(), static_cast<int>(c)) != cpus.end())
+      throw config::ConfigError("--cpus", "", fmt::format("CPU {} is listed twice", c));
+    cpus.push_back(static_cast<int>(c));
   }
   if (cpus.empty()) throw config::ConfigError("--cpus", "", "the CPU list is empty");
   return cpus;

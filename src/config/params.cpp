@@ -424,6 +424,26 @@ std::string Reader::text(std::string_view key, const Spec& s) {
   });
 }
 
+std::optional<std::vector<long long>> parse_cpu_ranges(const std::string& text, std::string& bad) {
+  std::vector<long long> cpus;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    long long a = 0, b = 0;
+    const auto dash = part.find('-');
+    const std::string lo = part.substr(0, dash), hi = dash == std::string::npos ? lo : part.substr(dash + 1);
+    const auto r1 = std::from_chars(lo.data(), lo.data() + lo.size(), a);
+    const auto r2 = std::from_chars(hi.data(), hi.data() + hi.size(), b);
+    if (lo.empty() || r1.ec != std::errc() || r1.ptr != lo.data() + lo.size() || r2.ec != std::errc() ||
+        r2.ptr != hi.data() + hi.size() || b < a) {
+      bad = part;
+      return std::nullopt;
+    }
+    for (long long c = a; c <= b; ++c) cpus.push_back(c);
+  }
+  return cpus;
+}
+
 std::vector<int> Reader::cpu_list(std::string_view key, const Spec& s, int cpu_count) {
   const json* v = value_of(key, Kind::cpu_list, s);
   if (schema_mode()) return {0};
@@ -447,19 +467,10 @@ std::vector<int> Reader::cpu_list(std::string_view key, const Spec& s, int cpu_c
         add(e.get<long long>());
       }
     } else if (j.is_string()) {
-      std::stringstream ss(j.get<std::string>());
-      std::string part;
-      while (std::getline(ss, part, ',')) {
-        long long a = 0, b = 0;
-        auto dash = part.find('-');
-        std::string lo = part.substr(0, dash), hi = dash == std::string::npos ? lo : part.substr(dash + 1);
-        auto r1 = std::from_chars(lo.data(), lo.data() + lo.size(), a);
-        auto r2 = std::from_chars(hi.data(), hi.data() + hi.size(), b);
-        if (lo.empty() || r1.ec != std::errc() || r1.ptr != lo.data() + lo.size() || r2.ec != std::errc() ||
-            r2.ptr != hi.data() + hi.size() || b < a)
-          fail(key, fmt::format("cannot read '{}' as a CPU or range (e.g. \"0,1,24-27\")", part));
-        for (long long c = a; c <= b; ++c) add(c);
-      }
+      std::string bad;
+      const auto listed = parse_cpu_ranges(j.get<std::string>(), bad);
+      if (!listed) fail(key, fmt::format("cannot read '{}' as a CPU or range (e.g. \"0,1,24-27\")", bad));
+      for (long long c : *listed) add(c);
     } else {
       fail(key, fmt::format("expected {}", kind_name(Kind::cpu_list)));
     }

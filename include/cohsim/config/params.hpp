@@ -169,4 +169,9 @@ void apply_override(json& doc, const std::string& file, const std::string& path,
 void check_all_read(const json& doc, const std::string& file, const std::string& root_path,
                     const Registry& registry);
 
+/// The CPUs of a list like "0,1,24-27", in the order written (a number
+/// twice stays twice: callers check duplicates and bounds). A part that is
+/// not a number or a range lo-hi with lo <= hi: nullopt, with that part in `bad`.
+std::optional<std::vector<long long>> parse_cpu_ranges(const std::string& text, std::string& bad);
+
 }  // namespace cohsim::config
