@@ -208,6 +208,28 @@ TEST_CASE("the watchdog report puts the stuck model first and only a few idle da
   }
 }
 
+TEST_CASE("the watchdog report of a big machine lists a few dozen model processes and counts the rest", "[sim][watchdog]") {
+  Simulator sim;
+  Signal never;
+  auto wait_forever = [&](const char* what) -> Task<void> { co_await never.wait(sim, what); };
+  for (int i = 0; i < 1000; ++i) sim.spawn("cpu" + std::to_string(i), wait_forever("a lock never released"));
+  sim.spawn("cpu1000", wait_forever("csd_lock_wait"));
+  for (int i = 0; i < 20; ++i) sim.spawn("engine" + std::to_string(i), wait_forever("work to do"), /*daemon=*/true);
+  try {
+    sim.run();
+    FAIL("run() returned");
+  } catch (const WatchdogError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("cpu23: waits on a lock never released") != std::string::npos);
+    CHECK(what.find("cpu24:") == std::string::npos);
+    const auto rest = what.find("... and 977 more model processes: 976 waiting on a lock never released, "
+                                "1 waiting on csd_lock_wait");
+    REQUIRE(rest != std::string::npos);
+    CHECK(rest < what.find("engine0 (daemon)"));
+    CHECK(std::count(what.begin(), what.end(), '\n') < 40);
+  }
+}
+
 TEST_CASE("a daemon that livelocks is named even behind many idle daemons", "[sim][watchdog]") {
   Simulator sim;
   Signal never;

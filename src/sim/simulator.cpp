@@ -188,17 +188,27 @@ void Simulator::reap_done_processes() {
 }
 
 std::string Simulator::describe_processes() const {
-  // The model's processes in full, then busy daemons (runnable or in a
-  // delay: one may be the livelock); of the daemons waiting for work, as
-  // they do by design, only the first few.
+  // The model's processes (the first few dozen in full, the rest counted by
+  // what they wait on: a 1,792-CPU machine would print a line per CPU), then
+  // busy daemons (runnable or in a delay: one may be the livelock); of the
+  // daemons waiting for work, as they do by design, only the first few.
+  constexpr std::size_t kModelShown = 24;
   constexpr std::size_t kWaitingDaemonsShown = 8;
   std::string out;
-  std::size_t waiting_daemons = 0;
-  for (bool daemon : {false, true})
+  std::size_t model = 0, waiting_daemons = 0;
+  std::vector<std::pair<std::string, std::size_t>> model_rest;  // what the unlisted wait on, how many
+  for (bool daemon : {false, true}) {
     for (const auto& p : processes_) {
       if (p->done_ || p->daemon_ != daemon) continue;
       const bool idle = p->waiting() && p->waiting_on_ != kDelayWait;
       if (daemon && idle && ++waiting_daemons > kWaitingDaemonsShown) continue;
+      if (!daemon && ++model > kModelShown) {
+        const std::string what = p->waiting() ? fmt::format("waiting on {}", p->waiting_on_) : "runnable";
+        auto it = std::find_if(model_rest.begin(), model_rest.end(), [&](const auto& e) { return e.first == what; });
+        if (it == model_rest.end()) model_rest.emplace_back(what, 1);
+        else ++it->second;
+        continue;
+      }
       out += fmt::format("  {}{}: ", p->name_, daemon ? " (daemon)" : "");
       if (p->waiting()) {
         out += fmt::format("waits on {}", p->waiting_on_);
@@ -211,6 +221,12 @@ std::string Simulator::describe_processes() const {
         out += "runnable\n";
       }
     }
+    if (!daemon && !model_rest.empty()) {
+      std::string parts;
+      for (const auto& [what, n] : model_rest) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, what);
+      out += fmt::format("  ... and {} more model processes: {}\n", model - kModelShown, parts);
+    }
+  }
   if (waiting_daemons > kWaitingDaemonsShown)
     out += fmt::format("  ... and {} more daemons waiting for work\n", waiting_daemons - kWaitingDaemonsShown);
   return out;
