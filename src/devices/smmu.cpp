@@ -19,6 +19,11 @@ SmmuParams::SmmuParams(config::Reader r) {
   command_fetch = r.time("command_fetch", Spec{.doc = "decoding one command once its line arrived", .max = 1e7});
   tlbi_time = r.time("tlbi_time", Spec{.doc = "executing CMD_TLBI_NH_VA", .max = 1e8});
   sync_time = r.time("sync_time", Spec{.doc = "CMD_SYNC: completing earlier invalidations before the MSI write", .max = 1e8});
+  msi_acknowledged =
+      r.choice("msi_write", Spec{.doc = "posted: the command processor goes on once a CMD_SYNC's MSI write has left; "
+                                        "acknowledged: it waits for the write's completion (the home's invalidation of the "
+                                        "waiting CPU's copy and the answer back) before the next command",
+                                 .def = "posted", .choices = {"posted", "acknowledged"}}) == "acknowledged";
   map_cpu_work = r.time("map_cpu_work", Spec{.doc = "dma_map_single CPU work outside the command queue", .max = 1e8});
   unmap_cpu_work = r.time("unmap_cpu_work", Spec{.doc = "dma_unmap_single CPU work outside the command queue", .max = 1e8});
 }
@@ -127,15 +132,21 @@ Task<void> Smmu::execute(std::uint64_t dword0, std::uint64_t dword1, std::uint32
   } else if (opcode == kCmdSync && (dword0 & kSyncCsIrq) != 0 && dword1 != 0) {
     // Earlier commands are complete (in-order execution); drain, then the
     // MSI: MSIData (0) written to MSIAddr, which the driver points at this
-    // very entry. The write is posted: the SMMU goes on with the next command.
+    // very entry. Posted, the SMMU goes on with the next command at once;
+    // acknowledged, once the coherent write has completed: the home has
+    // invalidated the waiting CPU's copy, wherever it is, and answered.
     ++stats_.syncs;
     co_await sim_.delay(p_.sync_time);
     ++stats_.msi_writes;
     const Addr msi = dword1;
-    fabric::Fabric* fab = &fab_;
-    const int ep = endpoint_;
-    auto write = [](fabric::Fabric* f, int e, Addr a) -> Task<void> { co_await f->device_write(e, a, 4, 0); };
-    sim_.spawn(name_ + " MSI write", write(fab, ep, msi), /*daemon=*/true);
+    if (p_.msi_acknowledged) {
+      co_await fab_.device_write(endpoint_, msi, 4, 0);
+    } else {
+      fabric::Fabric* fab = &fab_;
+      const int ep = endpoint_;
+      auto write = [](fabric::Fabric* f, int e, Addr a) -> Task<void> { co_await f->device_write(e, a, 4, 0); };
+      sim_.spawn(name_ + " MSI write", write(fab, ep, msi), /*daemon=*/true);
+    }
   } else {
     // CERROR_ILL: the SMMU stops and raises GERROR.CMDQ_ERR; the driver's
     // handler (arm_smmu_cmdq_skip_err) replaces the command and restarts.

@@ -30,6 +30,7 @@ struct SmmuParams {
   Tick command_fetch = 0;       ///< decoding one command after its line arrived
   Tick tlbi_time = 0;           ///< executing CMD_TLBI_NH_VA (the TLB walk-cache invalidation)
   Tick sync_time = 0;           ///< CMD_SYNC: draining earlier invalidations before the MSI write
+  bool msi_acknowledged = false;  ///< msi_write: the next command waits for the MSI write's completion (else posted)
   Tick map_cpu_work = 0;        ///< dma_map_single's CPU work outside the queue (IOVA, io-pgtable walk)
   Tick unmap_cpu_work = 0;      ///< dma_unmap_single's CPU work outside the queue
   /// Reads platform.smmu; throws ConfigError.
