@@ -426,7 +426,7 @@ TEST_CASE("At 32-96 CPUs fetch-add is at least as fast as spinlock-fallback and 
   CHECK(add >= 0.99 * fallback);
 }
 
-TEST_CASE("An acknowledged MSI write makes the SMMU slower the farther its waiters are; a posted one does not",
+TEST_CASE("An acknowledged MSI write makes the SMMU slower the farther its waiters are, a posted one does not",
           "[smmu][msi]") {
   // fetch-add is bound by the SMMU from 16 CPUs on. With the platform's
   // acknowledged MSI write each CMD_SYNC holds the command processor until
