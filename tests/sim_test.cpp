@@ -12,6 +12,7 @@
 #include <random>
 
 #include "cohsim/sim/histogram.hpp"
+#include "cohsim/sim/log.hpp"
 #include "cohsim/sim/random.hpp"
 #include "cohsim/sim/simulator.hpp"
 
@@ -880,4 +881,17 @@ TEST_CASE("processes ended in a tick are reaped at the next tick, also after a d
     REQUIRE(sim.delays_taken_inline() == (inline_delays ? 1 : 0));
     REQUIRE(spawned_wait_id == 1);
   }
+}
+
+TEST_CASE("a warning repeated with other numbers is shown a few times and then counted", "[sim][log]") {
+  (void)cohsim::repeated_log_summary();  // counts of earlier tests
+  auto l = cohsim::log("log-test");
+  for (int i = 0; i < 10; ++i) l->warn("each CPU completed about {} operations in the {}us window", i, 5 * i);
+  l->warn("another message");
+  l->error("an error {}", 1);
+  const std::string summary = cohsim::repeated_log_summary();
+  CHECK(summary ==
+        "cohsim: 7 more warnings like this one not shown (-v shows every one): [log-test] each CPU completed about 0 "
+        "operations in the 0us window\n");
+  CHECK(cohsim::repeated_log_summary().empty());  // reported once
 }

@@ -6,6 +6,7 @@
 
 #include "cli.hpp"
 #include "provenance.hpp"
+#include "cohsim/sim/log.hpp"
 #include "cohsim/sim/simulator.hpp"
 
 namespace cohsim::cli {
@@ -66,10 +67,9 @@ void print_help() {
 
 }  // namespace
 
-int main_entry(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  record_command_line(argc, argv);
-  spdlog::set_level(spdlog::level::warn);
+namespace {
+
+int run_command(std::vector<std::string> args) {
   try {
     if (args.empty() || args[0] == "-h" || args[0] == "--help") {
       print_help();
@@ -115,6 +115,17 @@ int main_entry(int argc, char** argv) {
     std::cerr << "cohsim: internal error: " << e.what() << "\n";
     return kCheckFailed;
   }
+}
+
+}  // namespace
+
+int main_entry(int argc, char** argv) {
+  record_command_line(argc, argv);
+  spdlog::set_level(spdlog::level::warn);
+  route_default_logger();
+  const int status = run_command(std::vector<std::string>(argv + 1, argv + argc));
+  std::cerr << repeated_log_summary();
+  return status;
 }
 
 }  // namespace cohsim::cli
