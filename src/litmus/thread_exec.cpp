@@ -59,6 +59,8 @@ ThreadExec::ThreadExec(const Test& test, int index, cpu::Cpu& cpu, sim::RandomSt
     : test_(test), index_(index), thread_(test.threads[static_cast<std::size_t>(index)]), cpu_(cpu), branch_rng_(branch_rng) {
   for (const Cell& c : test.cells)
     if (c.thread == index) final_registers_.push_back(c.reg);
+  exclusive_loads_ = std::any_of(thread_.code.begin(), thread_.code.end(),
+                                 [](const Instr& in) { return in.op == Op::load_excl; });
 }
 
 void ThreadExec::reset(const Layout& layout) {
@@ -473,6 +475,15 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
         pc_ = static_cast<int>(target);
         continue;
       }
+    }
+    if (in.op == Op::store_excl && !exclusive_loads_) {
+      // No LDXR in the thread: its local monitor stays open, so the STXR
+      // fails, writes nothing and only sets its status register to 1 (the
+      // Arm ARM; herd gives a failed store-exclusive no write event, so
+      // nothing orders the accesses after it: MP+dmb.sy+addrpx-posxp-var).
+      set(in.dst, Val{-1, 1}, 4);
+      ++pc_;
+      continue;
     }
     if (in.op == Op::load_excl) {
       if (const int store = paired_store(pc_); store >= 0) {  // performed with its STXR

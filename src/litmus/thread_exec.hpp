@@ -218,6 +218,7 @@ class ThreadExec {
   std::int32_t pair_node_ = -1;  ///< the read of the LDXR whose STXR comes at pair_store_pc_
   int pair_store_pc_ = -1;
   std::vector<std::int32_t> posted_reads_;  ///< reads of posted pairs not awaited yet
+  bool exclusive_loads_ = false;  ///< the thread has an LDXR or LDAXR (else its STXRs fail: no monitor is ever set)
   bool released_ = false;  ///< a release store or atomic ran (an LDAR then is not forwarded a held store: RCsc)
   int pc_ = 0;
   std::array<std::uint64_t, kRegisterCount> final_{};
