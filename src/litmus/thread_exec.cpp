@@ -229,7 +229,10 @@ bool touches_no_memory(const Instr& in) {
 }  // namespace
 
 bool ThreadExec::may_pass_held(const Instr& in) const {
-  return touches_no_memory(in) || in.op == Op::load || in.op == Op::load_pair || holdable(in);
+  // ISB orders later loads after the branches and addresses before it
+  // ((ctrl | addr; po); [ISB]; po; [R]), not stores: the held stores stay
+  // held (MP+dmb.sy+data-rfi-fri-rfi-ctrlisb), its branches resolve first.
+  return touches_no_memory(in) || in.op == Op::load || in.op == Op::load_pair || in.op == Op::isb || holdable(in);
 }
 
 const ThreadExec::Deferred* ThreadExec::forwarding_atomic(fabric::Addr addr, int size) const {
@@ -414,7 +417,7 @@ void ThreadExec::predict(const Instr& in, Val condition) {
   pc_ = taken ? in.target : pc_ + 1;
 }
 
-sim::Task<bool> ThreadExec::resolve_branches() {
+sim::Task<bool> ThreadExec::resolve_branches(bool release) {
   if (!deferred_.empty() && co_await flush_deferred()) co_return true;  // conditions may need their values
   while (!speculation_.empty()) {
     const Val condition = speculation_.front().condition;
@@ -427,18 +430,40 @@ sim::Task<bool> ThreadExec::resolve_branches() {
     const Checkpoint wrong = cp;
     rewind(wrong, taken ? wrong.taken_pc : wrong.fallthrough_pc);  // the wrong path's loads and held stores are dropped
     speculation_.clear();
-    co_await release_held();
+    if (release) co_await release_held();
     co_return true;
   }
-  co_await release_held();
+  if (release) co_await release_held();
   co_return false;
 }
 
 sim::Task<void> ThreadExec::release_held() {
-  // The stores of the path that turned out right enter the store buffer, in program order.
-  const std::vector<Held> held = std::move(held_);
+  // The stores of the path that turned out right enter the store buffer, each
+  // once its data is known: the oldest whose data is known and that overlaps
+  // no older one still waiting goes first. Two plain stores to different
+  // locations are not ordered (no [W]; po; [W] in aarch64.cat's ob without a
+  // barrier, a release or addr; po), to one location they stay in program
+  // order (CoWW): LB+data+data-rfi-fri-rfi-addr.
+  std::vector<Held> held = std::move(held_);
   held_.clear();
-  for (const Held& h : held) {
+  while (!held.empty()) {
+    std::size_t pick = held.size();
+    for (std::size_t i = 0; i < held.size() && pick == held.size(); ++i) {
+      if (!ready_now(held[i].value)) continue;
+      bool blocked = false;
+      for (std::size_t j = 0; j < i && !blocked; ++j)
+        blocked = fabric::overlaps(held[j].addr, held[j].size, held[i].addr, held[i].size);
+      if (!blocked) pick = i;
+    }
+    if (pick == held.size()) {  // none may go yet: the only one is awaited, several are polled
+      if (held.size() > 1) {
+        co_await cpu_.sim().delay(kDeferredPoll);
+        continue;
+      }
+      pick = 0;
+    }
+    const Held h = held[pick];
+    held.erase(held.begin() + static_cast<std::ptrdiff_t>(pick));
     const std::uint64_t v = known(h.value) ? eval(h.value) : co_await force(h.value);
     co_await cpu_.store(h.addr, h.size, mask(v, h.size), cpu::Order::relaxed);
   }
@@ -494,7 +519,8 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
     }
     if (!deferred_.empty() && !may_pass_deferred(in) && co_await flush_deferred()) continue;
     if (!held_.empty() && !may_pass_held(in) && co_await resolve_branches()) continue;
-    if (serializing(in.op) && !speculation_.empty() && !holdable(in) && co_await resolve_branches()) continue;
+    if (serializing(in.op) && !speculation_.empty() && !holdable(in) && co_await resolve_branches(in.op != Op::isb))
+      continue;
     fabric::Addr addr = 0;
     if (accesses_memory(in.op)) {
       const Val av = address(in.addr);

@@ -171,7 +171,8 @@ class ThreadExec {
   /// Puts the held stores (those of the path that resolved right) into the CPU's store buffer.
   sim::Task<void> release_held();
   /// Resolves every predicted branch, oldest first; true when one was wrong (pc_ rewound).
-  sim::Task<bool> resolve_branches();
+  /// Then (`release`) the held stores of the right path enter the store buffer.
+  sim::Task<bool> resolve_branches(bool release = true);
   Val make(Kind k, std::uint8_t sub, int width, Val a, Val b = {}, Val c = {});
   Val operand(const Operand& o);
   Val address(const Address& a);
