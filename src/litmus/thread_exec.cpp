@@ -80,6 +80,7 @@ void ThreadExec::reset(const Layout& layout) {
   pair_node_ = -1;
   pair_store_pc_ = -1;
   posted_reads_.clear();
+  poisoned_.clear();
   pc_ = 0;
 }
 
@@ -202,6 +203,7 @@ void ThreadExec::rewind(const Checkpoint& cp, int pc) {
   std::erase_if(forwarded_, [&](const Forwarded& f) { return f.node >= later; });
   std::erase_if(held_, [&](const Held& h) { return h.node >= later; });
   std::erase_if(posted_reads_, [&](std::int32_t r) { return r >= later; });
+  std::erase_if(poisoned_, [&](const Poisoned& p) { return p.node >= later; });
   pair_node_ = -1;
   pair_store_pc_ = -1;
 }
@@ -296,6 +298,11 @@ void ThreadExec::issue_atomic_read(const Deferred& d) {
   early = cpu_.issue_load(addr, in.size, cpu::Order::relaxed);
 }
 
+bool ThreadExec::behind_held(std::int32_t node, fabric::Addr addr, int size) const {
+  return std::any_of(held_.begin(), held_.end(),
+                     [&](const Held& h) { return h.node < node && fabric::overlaps(h.addr, h.size, addr, size); });
+}
+
 sim::Task<bool> ThreadExec::flush_deferred() {
   while (!deferred_.empty()) {
     // A deferred load whose address has become known goes now, before older
@@ -305,8 +312,9 @@ sim::Task<bool> ThreadExec::flush_deferred() {
       const Instr& in = thread_.code[static_cast<std::size_t>(d.pc)];
       if (in.op != Op::load || !ready_now(d.address)) continue;
       const fabric::Addr addr = eval(d.address);
-      if (!layout_->contains(addr, static_cast<std::uint64_t>(in.size)) || addr % static_cast<std::uint64_t>(in.size) != 0)
-        continue;  // reported when its turn comes
+      if (!layout_->contains(addr, static_cast<std::uint64_t>(in.size)) || addr % static_cast<std::uint64_t>(in.size) != 0 ||
+          behind_held(d.node, addr, in.size))
+        continue;  // reported (replayed) when its turn comes
       bypass_.push_back(Bypass{addr, in.size, d.node, d.at});
       late_.push_back(Late{addr, in.size, d.node, false});
       futures_[static_cast<std::size_t>(nodes_[static_cast<std::size_t>(d.node)].future)] =
@@ -322,8 +330,25 @@ sim::Task<bool> ThreadExec::flush_deferred() {
     deferred_.erase(deferred_.begin());
     const Instr& in = thread_.code[static_cast<std::size_t>(d.pc)];
     const fabric::Addr addr = co_await force(d.address);
-    if (!layout_->contains(addr, static_cast<std::uint64_t>(in.size)) || addr % static_cast<std::uint64_t>(in.size) != 0)
+    if (!layout_->contains(addr, static_cast<std::uint64_t>(in.size)) || addr % static_cast<std::uint64_t>(in.size) != 0) {
+      if (!speculation_.empty() && d.at.nodes >= speculation_.front().nodes) {
+        // A load deferred on a predicted path, likely the wrong one: no
+        // access, a placeholder value; an error only if the path turns out
+        // right (resolve_branches).
+        Node& placeholder = nodes_[static_cast<std::size_t>(d.node)];
+        placeholder.known = true;
+        placeholder.value = 0;
+        poisoned_.push_back(Poisoned{d.node, d.pc, addr});
+        continue;
+      }
       fail(in, fmt::format("address {:#x} is not an aligned {}-byte access inside a location of the test", addr, in.size));
+    }
+    if (behind_held(d.node, addr, in.size)) {
+      // It reads an older store still held here: executed again from it (its
+      // address is known now), so that it is forwarded the store's data.
+      rewind(d.at, d.pc);
+      co_return true;
+    }
     if (in.op == Op::load) {
       futures_[static_cast<std::size_t>(nodes_[static_cast<std::size_t>(d.node)].future)] =
           cpu_.issue_load(addr, in.size, in.order);
@@ -417,6 +442,13 @@ void ThreadExec::predict(const Instr& in, Val condition) {
   pc_ = taken ? in.target : pc_ + 1;
 }
 
+void ThreadExec::check_poisoned() const {
+  if (poisoned_.empty()) return;
+  const Poisoned& p = poisoned_.front();
+  const Instr& in = thread_.code[static_cast<std::size_t>(p.pc)];
+  fail(in, fmt::format("address {:#x} is not an aligned {}-byte access inside a location of the test", p.addr, in.size));
+}
+
 sim::Task<bool> ThreadExec::resolve_branches(bool release) {
   if (!deferred_.empty() && co_await flush_deferred()) co_return true;  // conditions may need their values
   while (!speculation_.empty()) {
@@ -430,9 +462,11 @@ sim::Task<bool> ThreadExec::resolve_branches(bool release) {
     const Checkpoint wrong = cp;
     rewind(wrong, taken ? wrong.taken_pc : wrong.fallthrough_pc);  // the wrong path's loads and held stores are dropped
     speculation_.clear();
+    check_poisoned();
     if (release) co_await release_held();
     co_return true;
   }
+  check_poisoned();
   if (release) co_await release_held();
   co_return false;
 }
@@ -538,9 +572,12 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
         const bool late = !atomic && known(av) && known(a) && known(b) && speculation_.empty() && held_.empty() &&
                           deferred_.size() < kMaxDeferred && branch_rng_.below(2) == 1;
         if (atomic || !known(av) || !known(a) || !known(b) || late) {
-          // (Not on a predicted path: a wrong path's address may lie anywhere.)
-          // (Not after a held store either: a deferred load must see it.)
-          if (deferred_.size() < kMaxDeferred && speculation_.empty() && held_.empty()) {  // later independent loads go first
+          // (An atomic not on a predicted path: its write cannot be undone. A
+          // load on one, yes: dropped with the path if it was wrong, its
+          // address checked only once the path is known to be right.)
+          // (A load after held stores, yes: one that turns out to read one is
+          // executed again once its address is known, and forwarded.)
+          if (deferred_.size() < kMaxDeferred && (speculation_.empty() || !atomic) && (held_.empty() || !atomic)) {
             const Checkpoint at = checkpoint(pc_);
             futures_.emplace_back();  // issued by flush_deferred (an atomic: by issue_atomic_read)
             nodes_.push_back(Node{Kind::load, 0, static_cast<std::uint8_t>(in.size), false,

@@ -132,6 +132,16 @@ class ThreadExec {
     Val value;          ///< its data, lazy (awaited when it enters the store buffer)
     std::int32_t node;  ///< a node marking its place in program order (for rewinds)
   };
+  /// A load deferred on a predicted path whose address turned out outside the
+  /// test's locations before its branches resolved: not performed, its node a
+  /// placeholder; an error if the path turns out right.
+  struct Poisoned {
+    std::int32_t node;
+    int pc;
+    fabric::Addr addr;
+  };
+  /// Fails on the oldest surviving Poisoned load (every branch resolved: its path was right).
+  void check_poisoned() const;
   bool known(Val v) const { return v.node < 0 || nodes_[static_cast<std::size_t>(v.node)].known; }
   /// True when `v` can be evaluated without waiting (the loads it needs have completed).
   bool ready_now(Val v);
@@ -143,6 +153,8 @@ class ThreadExec {
   bool may_pass_held(const Instr& in) const;
   /// True when `in` may itself be deferred.
   bool deferrable(const Instr& in) const;
+  /// True when a load at node `node` of [addr, addr + size) overlaps an older held store.
+  bool behind_held(std::int32_t node, fabric::Addr addr, int size) const;
   /// Performs every deferred operation, oldest first; true when a bypassing
   /// load had to be replayed (pc_ rewound).
   sim::Task<bool> flush_deferred();
@@ -216,6 +228,7 @@ class ThreadExec {
   std::vector<Late> late_;
   std::vector<Forwarded> forwarded_;
   std::vector<Held> held_;
+  std::vector<Poisoned> poisoned_;
   std::int32_t pair_node_ = -1;  ///< the read of the LDXR whose STXR comes at pair_store_pc_
   int pair_store_pc_ = -1;
   std::vector<std::int32_t> posted_reads_;  ///< reads of posted pairs not awaited yet
