@@ -455,7 +455,10 @@ sim::Task<bool> ThreadExec::resolve_branches(bool release) {
     const Val condition = speculation_.front().condition;
     const bool taken = (co_await force(condition)) != 0;
     const Checkpoint& cp = speculation_.front();
-    if (taken == cp.predicted_taken) {
+    // A branch to the next instruction (CBNZ W2,L; L:) has one path: the
+    // prediction is right either way, nothing is rewound (its condition was
+    // awaited: the stores after it are ordered, as ctrl; [W] says).
+    if (taken == cp.predicted_taken || cp.taken_pc == cp.fallthrough_pc) {
       speculation_.erase(speculation_.begin());
       continue;
     }
