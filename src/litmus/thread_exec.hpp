@@ -31,6 +31,9 @@ bool holds_on(Cond c, std::uint64_t f);
 /// `a op b` (64 bits).
 std::uint64_t alu(AluOp op, std::uint64_t a, std::uint64_t b);
 
+/// How often waiting deferred operations (and held stores) look at their inputs.
+inline constexpr sim::Tick kDeferredPoll = 2 * sim::kNs;
+
 /// Where this run's locations live.
 struct Layout {
   std::vector<fabric::Addr> base;   ///< per location
