@@ -204,6 +204,22 @@ Value parse_instruction_value(std::string_view text) {
 }
 
 /// One statement of the init section.
+/// diy's `Prefetch=0:x=F,1:y=T` (a hint: items of another form are ignored).
+void parse_prefetch(Test& t, std::string_view items) {
+  for (const std::string& item : split_operands(items)) {
+    const std::string_view it = trim(item);
+    const std::size_t colon = it.find(':'), eq = it.rfind('=');
+    if (colon == std::string_view::npos || eq == std::string_view::npos || eq < colon || eq + 2 != it.size()) continue;
+    const std::string_view thread = it.substr(0, colon);
+    if (thread.empty() || !std::all_of(thread.begin(), thread.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        thread.size() > 3)
+      continue;
+    const char how = it.back();
+    if (how != 'F' && how != 'T' && how != 'W') continue;
+    t.prefetch.push_back(PrefetchHint{std::stoi(std::string(thread)), std::string(trim(it.substr(colon + 1, eq - colon - 1))), how});
+  }
+}
+
 void parse_init_statement(Test& t, std::string_view stmt, const Source& src, std::size_t pos) {
   stmt = trim(stmt);
   if (stmt.empty()) return;
@@ -354,6 +370,7 @@ Test parse_test(std::string_view text, const std::string& file) {
         t.ifetch = true;
       }
       if (line.find('=') != std::string_view::npos && key == "CACHETYPE") cache_type = std::string(line);
+      if (line.find('=') != std::string_view::npos && key == "PREFETCH") parse_prefetch(t, line.substr(line.find('=') + 1));
       pos = e;
     }
     if (!cache_type.empty() && !t.ifetch) throw Unsupported{cache_type};

@@ -160,6 +160,16 @@ enum class Quantifier { exists, not_exists, forall };
 
 /// A parsed test. `unsupported` is non-empty when the test uses something
 /// outside the subset; the rest is then incomplete and must not be run.
+/// One item of diy's `Prefetch=` header line (`1:x=T`): the cache state the
+/// cycle's relaxation wants thread `thread` to start with for `location`:
+/// 'F' flushed (not cached), 'T' touched (read), 'W' written (held writable).
+/// The runner starts some runs so (litmus7's -preload custom).
+struct PrefetchHint {
+  int thread = 0;
+  std::string location;
+  char how = 'F';
+};
+
 struct Test {
   std::string name;
   std::string file;
@@ -168,6 +178,7 @@ struct Test {
   std::string unsupported;     ///< e.g. "instruction 'TLBI VAAE1IS,X9' (line 9)"
   bool ifetch = false;         ///< Variant=ifetch: instructions are fetched from memory another thread may write
   std::vector<Location> locations;
+  std::vector<PrefetchHint> prefetch;  ///< the `Prefetch=` header line, items that name a thread and F, T or W
   std::vector<Thread> threads;
   std::vector<Cell> cells;     ///< what the final state records: `locations [...]` and the condition's cells, in order of appearance
   Quantifier quantifier = Quantifier::exists;
