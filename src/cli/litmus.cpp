@@ -45,7 +45,7 @@ int cmd_litmus(const std::vector<std::string>& args) {
       "platform", po::value(&platform),
       "platform file for every test (default: configs/platforms/kunpeng920.json for AArch64 tests, "
       "skylake-sp-2s.json for x86 tests)")("runs", whole(&options.runs)->default_value(Unsigned64{1000}, "1000"), "runs per test")(
-      "seed", po::value(&seed)->default_value(Unsigned64{1}, "1"), "seed of the named random streams litmus.home, litmus.start, litmus.jitter, litmus.branch")(
+      "seed", po::value(&seed)->default_value(Unsigned64{1}, "1"), "seed of the named random streams litmus.home, litmus.start, litmus.jitter, litmus.noise, litmus.cache, litmus.branch")(
       "cpus", po::value(&cpus),
       "thread i of each test on the i-th CPU of this list (e.g. 0,48 or 0-3); default: spread over the cores "
       "(kunpeng920: 0,48 for two threads)")(

@@ -59,9 +59,11 @@ std::string format_entry(const Entry& e) {
   out += fmt::format("{}\nWitnesses\nPositive: {}, Negative: {}\n", validated(e) ? "Ok" : "No", r.positive, r.negative);
   out += fmt::format("Condition {} is {}validated\n", e.condition, validated(e) ? "" : "NOT ");
   out += fmt::format("Observation {} {} {} {}\n", e.name, observation, r.positive, r.negative);
-  out += fmt::format("Runs {} on {}, CPUs {} ({}), start offsets [0,{}), jitter [0,{}) per access\n", r.runs,
-                     r.platform, cpu_list(r.cpus), r.placed ? "--cpus" : "spread", sim::format_time(r.start_spread),
-                     sim::format_time(r.jitter));
+  out += fmt::format(
+      "Runs {} on {}, CPUs {} ({}), start offsets [0,{}), jitter [0,{}) per access (per thread [0,{}) to [0,{}) in "
+      "half the runs), caches preloaded in {} of 8 runs\n",
+      r.runs, r.platform, cpu_list(r.cpus), r.placed ? "--cpus" : "spread", sim::format_time(r.start_spread),
+      sim::format_time(r.jitter), sim::format_time(r.jitter_low), sim::format_time(r.jitter_high), r.warm_runs_in_8);
   out += fmt::format("Condition witnessed: {}\n", r.witnessed ? "yes" : "no");
   if (e.kind) out += fmt::format("Verdict {} {} (kinds: {})\n", e.name, verdict_word(e.verdict), kind_word(*e.kind));
   return out + "\n";

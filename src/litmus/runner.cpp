@@ -70,6 +70,74 @@ struct JitterGuard {
   }
 };
 
+/// One run's initial cache states (stream litmus.cache), brought about
+/// before the threads start, as litmus7's -preload does and as real caches
+/// start a run: a load that hits binds at once while another misses, a store
+/// to a line held writable is written at once. In kWarmEighths of 8 runs the
+/// lines are preloaded, in the others every line is cold (only in memory). A
+/// warm run either follows the test's diy `Prefetch=` hints (every other one,
+/// when it has some: T read into that thread's cache, W held writable by it,
+/// F left out of it; the locations no hint names drawn as below) or draws each
+/// location's lines: left cold (a quarter), read into the caches of a random
+/// subset of the threads (half), or held writable by one random thread (a
+/// quarter). Only the fabric's permissions change, never a value.
+struct Preload {
+  struct Hint {
+    int cpu;
+    std::size_t location;
+    char how;
+  };
+  std::vector<Hint> hints;
+  std::vector<std::pair<int, fabric::Addr>> reads, writes;  ///< (cpu, line)
+
+  static constexpr std::uint64_t kWarmEighths = 6;
+
+  void draw(sim::RandomStream& rng, const Layout& layout, const std::vector<int>& cpus) {
+    reads.clear();
+    writes.clear();
+    const std::uint64_t mode = rng.below(8);
+    if (mode >= kWarmEighths) return;
+    const bool hinted = !hints.empty() && mode % 2 == 0;
+    for (std::size_t j = 0; j < layout.base.size(); ++j) {
+      const bool named = hinted && std::any_of(hints.begin(), hints.end(), [&](const Hint& h) { return h.location == j; });
+      for (fabric::Addr line = layout.base[j]; line < layout.base[j] + layout.bytes[j]; line += fabric::kLineBytes) {
+        if (named) {
+          for (const Hint& h : hints)
+            if (h.location == j && h.how != 'F') (h.how == 'T' ? reads : writes).emplace_back(h.cpu, line);
+          continue;
+        }
+        const std::uint64_t how = rng.below(4);
+        if (how == 0) continue;
+        if (how == 3) {
+          writes.emplace_back(cpus[rng.below(cpus.size())], line);
+          continue;
+        }
+        for (int c : cpus)
+          if (rng.below(2) == 1) reads.emplace_back(c, line);
+      }
+    }
+  }
+  bool empty() const { return reads.empty() && writes.empty(); }
+  sim::Task<void> perform(fabric::Fabric& f) {
+    for (const auto& [cpu, line] : reads) (void)co_await f.acquire(cpu, line, false);
+    for (const auto& [cpu, line] : writes) (void)co_await f.acquire(cpu, line, true);
+  }
+};
+
+/// Per-thread timing noise (stream litmus.noise): in half the runs each
+/// thread's jitter is drawn from 1/4, 1, 3 or 9 miss latencies instead of the
+/// usual 3, so that one thread's accesses may linger (a store in its buffer,
+/// a load behind a slow miss) while another's are quick, as litmus7's stress
+/// threads and real cores' uneven speeds do (the Dat3M LD shapes need a
+/// store to wait out two other threads' barriers and loads).
+sim::Tick thread_jitter_bound(sim::Tick miss, std::size_t i) {
+  static constexpr sim::Tick kQuarters[4] = {1, 4, 12, 36};
+  return miss * kQuarters[i] / 4;
+}
+sim::Tick thread_jitter(sim::RandomStream& noise, bool varied, sim::Tick miss, sim::Tick usual) {
+  return varied ? thread_jitter_bound(miss, noise.below(4)) : usual;
+}
+
 }  // namespace
 
 TestResult run_test(const Test& test, scenario::Machine& m, std::uint64_t runs, std::uint64_t seed,
@@ -100,9 +168,19 @@ TestResult run_test(const Test& test, scenario::Machine& m, std::uint64_t runs, 
   const sim::Tick miss = miss_latency(m, result.cpus);
   result.start_spread = 2 * miss;
   result.jitter = 3 * miss;
+  result.jitter_low = thread_jitter_bound(miss, 0);
+  result.jitter_high = thread_jitter_bound(miss, 3);
+  result.warm_runs_in_8 = static_cast<int>(Preload::kWarmEighths);
   sim::RandomStream home_rng(seed, "litmus.home"), start_rng(seed, "litmus.start"), jitter_rng(seed, "litmus.jitter"), branch_rng(seed, "litmus.branch");
+  sim::RandomStream cache_rng(seed, "litmus.cache"), noise_rng(seed, "litmus.noise");
+  Preload preload;
+  for (const PrefetchHint& h : test.prefetch) {
+    const auto l = std::find_if(test.locations.begin(), test.locations.end(), [&](const Location& x) { return x.name == h.location; });
+    if (l != test.locations.end() && h.thread < n)
+      preload.hints.push_back(Preload::Hint{result.cpus[static_cast<std::size_t>(h.thread)],
+                                            static_cast<std::size_t>(l - test.locations.begin()), h.how});
+  }
   JitterGuard guard{m, result.cpus};
-  for (int c : result.cpus) m.cpu(c).set_jitter(&jitter_rng, result.jitter);
   std::vector<std::unique_ptr<ThreadExec>> threads;
   for (int i = 0; i < n; ++i)
     threads.push_back(std::make_unique<ThreadExec>(test, i, m.cpu(result.cpus[static_cast<std::size_t>(i)]), branch_rng));
@@ -133,6 +211,13 @@ TestResult run_test(const Test& test, scenario::Machine& m, std::uint64_t runs, 
         m.fabric().poke(layout.base[j] + ei * static_cast<std::uint64_t>(l.element_size), l.element_size, v);
       }
     }
+    preload.draw(cache_rng, layout, result.cpus);
+    if (!preload.empty()) {
+      m.sim().spawn("litmus preload", preload.perform(m.fabric()));
+      if (m.sim().run() != sim::RunEnd::all_done) throw RunError(fmt::format("{}: run {}: the preload did not finish", test.file, r));
+    }
+    const bool varied = noise_rng.below(2) == 1;
+    for (int c : result.cpus) m.cpu(c).set_jitter(&jitter_rng, thread_jitter(noise_rng, varied, miss, result.jitter));
     for (int i = 0; i < n; ++i) {
       threads[static_cast<std::size_t>(i)]->reset(layout);
       m.sim().spawn(fmt::format("litmus P{}", i), threads[static_cast<std::size_t>(i)]->run(start_rng.below(result.start_spread)));

@@ -2,8 +2,8 @@
 // cpu::Cpu of a scenario::Machine in program order, loads left in flight
 // (register values stay lazy until an address, a store's data, an atomic's
 // operand, a branch or the final state needs them), branches predicted and
-// rewound when wrong, N runs on fresh addresses with random start offsets and
-// per-access timing jitter from named random streams.
+// rewound when wrong, N runs on fresh addresses with random start offsets,
+// per-access timing jitter and initial cache states from named random streams.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +40,8 @@ struct TestResult {
   bool placed = false;           ///< cpus came from --cpus, not the spread placement
   sim::Tick start_spread = 0;    ///< start offsets uniform in [0, start_spread)
   sim::Tick jitter = 0;          ///< per-access perturbation uniform in [0, jitter)
+  sim::Tick jitter_low = 0, jitter_high = 0;  ///< in half the runs, each thread's jitter bound is one of 4 from low to high
+  int warm_runs_in_8 = 0;        ///< runs in 8 that start with lines preloaded into caches
   std::uint64_t runs = 0;
   std::vector<Outcome> outcomes; ///< sorted by state
   std::uint64_t positive = 0;    ///< runs whose final state satisfies the proposition
@@ -58,7 +60,8 @@ bool satisfies(const Prop& p, const State& state);
 std::vector<int> thread_placement(const topo::Topology& topology, int threads);
 
 /// Runs `test` `runs` times on `machine` (its cpu.arch must match the test's).
-/// Randomness: streams "litmus.home", "litmus.start", "litmus.jitter" and "litmus.branch" from `seed`.
+/// Randomness: streams "litmus.home", "litmus.start", "litmus.jitter", "litmus.noise", "litmus.cache" and
+/// "litmus.branch" from `seed`.
 /// `cpus`: thread i on cpus[i] (at least one per thread, each on the machine,
 /// none twice); empty: spread over the cores (thread_placement).
 TestResult run_test(const Test& test, scenario::Machine& machine, std::uint64_t runs, std::uint64_t seed,
