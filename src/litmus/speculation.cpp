@@ -218,18 +218,31 @@ sim::Task<void> ThreadExec::release_held() {
   // locations are not ordered (no [W]; po; [W] in aarch64.cat's ob without a
   // barrier, a release or addr; po), to one location they stay in program
   // order (CoWW): LB+data+data-rfi-fri-rfi-addr.
+  // A lingering store (set_linger) goes no earlier than its time.
   std::vector<Held> held = std::move(held_);
   held_.clear();
   while (!held.empty()) {
+    const sim::Tick now = cpu_.sim().now();
     std::size_t pick = held.size();
+    sim::Tick next = std::numeric_limits<sim::Tick>::max();  // the earliest time a store whose data is known may go
+    bool waiting = false;  // some store waits for its data
     for (std::size_t i = 0; i < held.size() && pick == held.size(); ++i) {
-      if (!ready_now(held[i].value)) continue;
+      if (!ready_now(held[i].value)) {
+        waiting = true;
+        continue;
+      }
       bool blocked = false;
       for (std::size_t j = 0; j < i && !blocked; ++j)
         blocked = fabric::overlaps(held[j].addr, held[j].size, held[i].addr, held[i].size);
-      if (!blocked) pick = i;
+      if (blocked) continue;
+      if (held[i].not_before <= now) pick = i;
+      else next = std::min(next, held[i].not_before);
     }
     if (pick == held.size()) {  // none may go yet: the only one is awaited, several are polled
+      if (next != std::numeric_limits<sim::Tick>::max()) {
+        co_await cpu_.sim().delay(waiting ? std::min(next - now, kDeferredPoll) : next - now);
+        continue;
+      }
       if (held.size() > 1) {
         co_await cpu_.sim().delay(kDeferredPoll);
         continue;
@@ -239,6 +252,7 @@ sim::Task<void> ThreadExec::release_held() {
     const Held h = held[pick];
     held.erase(held.begin() + static_cast<std::ptrdiff_t>(pick));
     const std::uint64_t v = known(h.value) ? eval(h.value) : co_await force(h.value);
+    if (h.not_before > cpu_.sim().now()) co_await cpu_.sim().delay(h.not_before - cpu_.sim().now());
     co_await cpu_.store(h.addr, h.size, mask(v, h.size), cpu::Order::relaxed);
   }
 }

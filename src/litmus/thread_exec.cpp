@@ -235,7 +235,10 @@ bool ThreadExec::may_pass_held(const Instr& in) const {
   // ISB orders later loads after the branches and addresses before it
   // ((ctrl | addr; po); [ISB]; po; [R]), not stores: the held stores stay
   // held (MP+dmb.sy+data-rfi-fri-rfi-ctrlisb), its branches resolve first.
-  return touches_no_memory(in) || in.op == Op::load || in.op == Op::load_pair || in.op == Op::isb || holdable(in);
+  // DMB LD orders earlier loads before later accesses, not earlier stores
+  // ([R]; po; [dmb.ld]; po; [R | W]): held stores stay held past it too.
+  return touches_no_memory(in) || in.op == Op::load || in.op == Op::load_pair || in.op == Op::isb || holdable(in) ||
+         (in.op == Op::dmb && in.barrier == cpu::BarrierType::ld);
 }
 
 bool ThreadExec::deferrable(const Instr& in) const {
@@ -484,14 +487,18 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
       case Op::store:
       case Op::store_pair: {
         const Val first = operand(in.a);
-        if (holdable(in) && (!speculation_.empty() || !deferred_.empty() || !held_.empty() || !known(first))) {
+        const bool lingers = holdable(in) && linger_max_ > 0;
+        if (holdable(in) && (!speculation_.empty() || !deferred_.empty() || !held_.empty() || !known(first) || lingers)) {
           // Held: its branches resolve, the deferred operations are performed
-          // and its data is awaited before it enters the store buffer, in
-          // program order. Its data stays lazy meanwhile: a later load of its
+          // and its data is awaited before it enters the store buffer (see
+          // release_held). Its data stays lazy meanwhile: a later load of its
           // bytes is forwarded that value, so it depends on what the data
-          // depends on ((addr|data);rfi is in dob) and on nothing else.
+          // depends on ((addr|data);rfi is in dob) and on nothing else. A
+          // lingering store (set_linger) enters no earlier than a random delay
+          // from now, while later loads go on.
           nodes_.push_back(Node{Kind::load, 0, 8, true, -1, {}, {}, {}, 0});
-          held_.push_back(Held{addr, in.size, first, static_cast<std::int32_t>(nodes_.size() - 1)});
+          const sim::Tick not_before = lingers ? cpu_.sim().now() + linger_rng_->below(linger_max_) : 0;
+          held_.push_back(Held{addr, in.size, first, static_cast<std::int32_t>(nodes_.size() - 1), not_before});
           break;
         }
         const std::uint64_t v = known(first) ? eval(first) : co_await force(first);

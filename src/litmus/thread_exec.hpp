@@ -62,6 +62,13 @@ class ThreadExec {
   void reset(const Layout& layout);
   /// The thread's program: waits `start`, then issues every instruction.
   sim::Task<void> run(sim::Tick start);
+  /// Timing noise for the next runs (arm64): each plain store lingers, held
+  /// by the runner, for a delay uniform in [0, max) from `rng` before it may
+  /// enter the store buffer, while later loads go on (0: off).
+  void set_linger(sim::RandomStream* rng, sim::Tick max) {
+    linger_rng_ = rng;
+    linger_max_ = rng != nullptr ? max : 0;
+  }
   /// A register's final value (after run() finished; only registers the test's cells name).
   std::uint64_t final_register(int reg) const { return final_[static_cast<std::size_t>(reg)]; }
 
@@ -134,6 +141,7 @@ class ThreadExec {
     int size;
     Val value;          ///< its data, lazy (awaited when it enters the store buffer)
     std::int32_t node;  ///< a node marking its place in program order (for rewinds)
+    sim::Tick not_before = 0;  ///< a lingering store enters the store buffer no earlier
   };
   /// A load deferred on a predicted path whose address turned out outside the
   /// test's locations before its branches resolved: not performed, its node a
@@ -235,6 +243,8 @@ class ThreadExec {
   std::int32_t pair_node_ = -1;  ///< the read of the LDXR whose STXR comes at pair_store_pc_
   int pair_store_pc_ = -1;
   std::vector<std::int32_t> posted_reads_;  ///< reads of posted pairs not awaited yet
+  sim::RandomStream* linger_rng_ = nullptr;
+  sim::Tick linger_max_ = 0;
   bool exclusive_loads_ = false;  ///< the thread has an LDXR or LDAXR (else its STXRs fail: no monitor is ever set)
   bool released_ = false;  ///< a release store or atomic ran (an LDAR then is not forwarded a held store: RCsc)
   int pc_ = 0;
