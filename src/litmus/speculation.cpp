@@ -99,6 +99,22 @@ sim::Task<bool> ThreadExec::flush_deferred() {
       rewind(at, at.taken_pc);
       co_return true;
     }
+    if (in.op == Op::store_excl) {
+      // A store-exclusive whose success was predicted: performed now; if it
+      // fails, execution resumes after it with status 1 (what used 0 is
+      // dropped), else the loads of its bytes that passed it are replayed.
+      const std::uint64_t data = co_await force(d.a);
+      const bool ok = co_await cpu_.store_exclusive(addr, in.size, mask(data, in.size), in.order);
+      if (!ok) {
+        rewind(d.at, d.pc + 1);
+        set(in.dst, Val{-1, 1}, 4);
+        bypass_.clear();  // the older ones were checked above, the younger ones are dropped
+        late_.clear();
+        co_return true;
+      }
+      late_.push_back(Late{addr, in.size, d.node, true});
+      continue;
+    }
     const std::uint64_t x = co_await force(d.a);
     const std::uint64_t compare = in.rmw_op == fabric::RmwOp::cas ? co_await force(d.b) : 0;
     const std::uint64_t old =

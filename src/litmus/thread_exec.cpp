@@ -521,6 +521,18 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
           break;
         }
         const Val data = operand(in.a);
+        if (cpu_.is_arm() && in.addr.writeback == Address::Writeback::none && deferred_.empty() &&
+            speculation_.empty() && held_.empty() && exclusive_loads_) {
+          // Its success (status 0) is predicted and it is deferred, performed
+          // when something later needs it (flush_deferred): later plain loads
+          // go first, as neither a store-exclusive nor STLXR's release orders
+          // a later load (aarch64.cat; HAND's ATOM06: LDAXR; STLXR; LDR).
+          const Checkpoint at = checkpoint(pc_);
+          nodes_.push_back(Node{Kind::load, 0, 4, true, -1, {}, {}, {}, 0});
+          deferred_.push_back(Deferred{pc_, Val{-1, addr}, data, Val{}, static_cast<std::int32_t>(nodes_.size() - 1), at});
+          set(in.dst, Val{-1, 0}, 4);
+          break;
+        }
         const std::uint64_t v = known(data) ? eval(data) : co_await force(data);
         const bool ok = co_await cpu_.store_exclusive(addr, in.size, mask(v, in.size), in.order);
         set(in.dst, Val{-1, ok ? 0u : 1u}, 4);
