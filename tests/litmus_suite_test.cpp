@@ -70,7 +70,12 @@ void run_catalogue(const Catalogue& c) {
 // architecture), stronger than herd's default, which lets LB+rel+CSEL,
 // MP+rel+CSEL and MP+rel+CSEL-addr through: those three are not seen (31 of 38).
 TEST_CASE("The AArch64 catalogue witnesses no forbidden outcome and holds its share of allowed ones", "[litmus][suite]") { run_catalogue({"aarch64", 0.9, 0.81}); }
-TEST_CASE("The AArch64 CAS catalogue witnesses no forbidden outcome and holds its share of allowed ones", "[litmus][suite]") { run_catalogue({"aarch64-cas", 0.9, 0.6}); }
+// Its MP+rel+CAS-*-addr outcomes appear once or a few times in 1000 runs (a chain of two dependent loads must bind
+// before one independent load), so it runs 4000 a test: 11 of 16 (the five LB shapes need a store to pass an
+// atomic not performed yet); the sanitizer build runs 1000 (8 of 16).
+TEST_CASE("The AArch64 CAS catalogue witnesses no forbidden outcome and holds its share of allowed ones", "[litmus][suite]") {
+  run_catalogue({"aarch64-cas", 0.9, kSanitized ? 0.45 : 0.6, kSanitized ? 1000u : 4000u});
+}
 // 4 of its 50 tests need virtual memory (Variant=vmsa: PTE, TLBI): 46 of 50
 // are in the subset (the two instruction-fetch ones included).
 TEST_CASE("The AArch64 reader's guide catalogue witnesses no forbidden outcome and holds its share of allowed ones", "[litmus][suite]") {
@@ -82,9 +87,10 @@ TEST_CASE("The x86-64 catalogue witnesses no forbidden outcome and every allowed
 
 // The Dat3M AArch64 suite (1,062 tests in 14 folders, tests/data/litmus/dat3m-aarch64), sampled at 300 runs a test
 // to stay well under a minute: never a forbidden outcome, every test in the subset. The witnessed shares are floors
-// of what the runner reaches today (docs/memory-model.md), so that a lost relaxation fails: 188 of 312 at 300 runs;
-// ATOM (exclusive pairs to different locations, ordered by nothing) every one of its 23; PPO (dependency chains
-// with a link that does not order) 35 of 127. The issue's goal is 80 %.
+// of what the runner reaches today (docs/memory-model.md), less a margin, so that a lost relaxation fails: 228 of
+// 312 at 300 runs (about 81 % at 2000); ATOM (exclusive pairs to different locations, ordered by nothing) every
+// one of its 23; HAND2 6 of 6; LD (three threads, DMB LD) 33 of 47; PPO (dependency chains with a link that does
+// not order) 61 of 127.
 TEST_CASE("The Dat3M AArch64 suite witnesses no forbidden outcome", "[litmus][suite][dat3m]") {
   const std::uint64_t runs = kSanitized ? 50 : 300;
   std::vector<Entry> all;
@@ -94,12 +100,14 @@ TEST_CASE("The Dat3M AArch64 suite witnesses no forbidden outcome", "[litmus][su
     const Summary f = summarize(entries);
     INFO(family << ": " << f.allowed_seen << " of " << f.allowed_run);
     if (std::string_view(family) == "ATOM") CHECK(f.allowed_seen == f.allowed_run);
-    if (std::string_view(family) == "PPO") CHECK(f.allowed_seen >= (kSanitized ? 0.1 : 0.2) * f.allowed_run);
+    if (std::string_view(family) == "PPO") CHECK(f.allowed_seen >= (kSanitized ? 0.1 : 0.4) * f.allowed_run);
+    if (std::string_view(family) == "LD") CHECK(f.allowed_seen >= (kSanitized ? 0.3 : 0.6) * f.allowed_run);
+    if (std::string_view(family) == "HAND2") CHECK(f.allowed_seen >= (kSanitized ? 0.3 : 0.8) * f.allowed_run);
     all.insert(all.end(), entries.begin(), entries.end());
   }
   std::cout << "dat3m-aarch64: " << format_summary(all);
   const Summary s = summarize(all);
   CHECK(s.tests == 1062);
   CHECK(s.supported() == s.tests);
-  CHECK(s.allowed_seen >= (kSanitized ? 0.4 : 0.55) * s.allowed_run);
+  CHECK(s.allowed_seen >= (kSanitized ? 0.4 : 0.68) * s.allowed_run);
 }
