@@ -37,6 +37,19 @@ std::string parse_error(const std::string& text) {
 
 }  // namespace
 
+TEST_CASE("diy's Prefetch= header line is kept as hints, items of another form ignored", "[litmus]") {
+  std::string text = kMessagePassing;
+  text.insert(text.find("Cycle="), "Prefetch=0:x=F,0:y=W,1:y=F,1:x=T,junk,2:z=Q\n");
+  const Test t = parse_test(text, "mp.litmus");
+  REQUIRE(t.prefetch.size() == 4);
+  CHECK(t.prefetch[1].thread == 0);
+  CHECK(t.prefetch[1].location == "y");
+  CHECK(t.prefetch[1].how == 'W');
+  CHECK(t.prefetch[3].thread == 1);
+  CHECK(t.prefetch[3].how == 'T');
+  CHECK(parse_test(kMessagePassing, "mp.litmus").prefetch.empty());
+}
+
 TEST_CASE("An AArch64 test parses into locations, programs and a condition over named cells", "[litmus]") {
   Test t = parse_test(kMessagePassing, "mp.litmus");
   CHECK(t.name == "MP");

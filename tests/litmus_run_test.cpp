@@ -220,6 +220,77 @@ TEST_CASE("A load waiting for its address does not hold back a later independent
   CHECK(t >= one * 19 / 10);
 }
 
+TEST_CASE("Behind a predicted branch, a load waiting for its address does not hold back the next chain", "[litmus]") {
+  const std::string init = "0:X1=x; 0:X3=y; 0:X5=z; 0:X7=w;";
+  const sim::Tick one = thread_time(" LDR W0,[X1] ;\n", init);
+  // The branch waits for x (predicted), then two chains x -> y and z -> w:
+  // the second starts while y waits for its address (deferred on the
+  // predicted path), so two misses in a row, not three.
+  const sim::Tick t = thread_time(" LDR W0,[X1] ;\n CBNZ W0,L0 ;\n L0: ;\n EOR W4,W0,W0 ;\n LDR W2,[X3,W4,SXTW] ;\n"
+                                  " LDR W6,[X5] ;\n EOR W8,W6,W6 ;\n LDR W9,[X7,W8,SXTW] ;\n",
+                                  init);
+  CHECK(t < one * 5 / 2);
+}
+
+TEST_CASE("A failed or unordered store-exclusive and held stores out of order give herd's Allowed outcomes", "[litmus]") {
+  // HAND2 MP+dmb.sy+addrpx-posxp-var: no LDXR, so the STXR fails, writes
+  // nothing and orders nothing; the last load may bind before the first.
+  const TestResult stxr = run_text(R"(AArch64 MP+dmb.sy+addrpx-posxp-var
+{ 0:X1=x; 0:X3=y; 1:X1=y; 1:X3=x; }
+ P0          | P1                ;
+ MOV W0,#2   | LDR W0,[X1]       ;
+ STR W0,[X1] | EOR W2,W0,W0      ;
+ DMB SY      | MOV W5,#1         ;
+ MOV W2,#1   | ADD X4,X3,W2,SXTW ;
+ STR W2,[X3] | STXR W7,W5,[X4]   ;
+             | LDR W8,[X3]       ;
+exists (x=2 /\ 1:X0=1 /\ 1:X8=0 /\ 1:X7=1)
+)",
+                                   2000);
+  CHECK(stxr.positive > 0);
+  for (const Outcome& o : stxr.outcomes) CHECK(o.state[3].number == 1);  // 1:X7: it never succeeds
+  // HAND ATOM06: LDAXR; STLXR; LDR of the other location in both threads,
+  // both loads reading 0 (the store-exclusive's success is predicted).
+  const TestResult atom = run_text(R"(AArch64 ATOM06
+{ ok=1; 0:X0=x; 0:X5=y; 0:X7=ok; 1:X0=y; 1:X5=x; 1:X7=ok; }
+ P0               | P1               ;
+ MOV W2,#1        | MOV W2,#1        ;
+ LDAXR W1,[X0]    | LDAXR W1,[X0]    ;
+ STLXR W3,W2,[X0] | STLXR W3,W2,[X0] ;
+ CBNZ W3,Fail0    | CBNZ W3,Fail1    ;
+ LDR W4,[X5]      | LDR W4,[X5]      ;
+ B Exit0          | B Exit1          ;
+ Fail0:           | Fail1:           ;
+ MOV W6,#0        | MOV W6,#0        ;
+ STR W6,[X7]      | STR W6,[X7]      ;
+ Exit0:           | Exit1:           ;
+exists (ok=1 /\ 0:X1=0 /\ 0:X4=0 /\ 1:X1=0 /\ 1:X4=0)
+)",
+                                   2000);
+  CHECK(atom.positive > 0);
+  // HAND2 LB+data+data-rfi-fri-rfi-addr: the store to x (address known
+  // through the thread's own stores) enters the store buffer before the
+  // store to z, whose data waits for the load of y.
+  const TestResult held = run_text(R"(AArch64 LB+data+data-rfi-fri-rfi-addr
+{ 0:X1=x; 0:X3=y; 1:X1=y; 1:X3=z; 1:X9=x; }
+ P0           | P1                  ;
+ LDR W0,[X1]  | LDR W0,[X1]         ;
+ EOR W2,W0,W0 | EOR W2,W0,W0        ;
+ ADD W2,W2,#1 | ADD W2,W2,#1        ;
+ STR W2,[X3]  | STR W2,[X3]         ;
+              | LDR W4,[X3]         ;
+              | MOV W5,#2           ;
+              | STR W5,[X3]         ;
+              | LDR W6,[X3]         ;
+              | EOR W7,W6,W6        ;
+              | MOV W8,#1           ;
+              | STR W8,[X9,W7,SXTW] ;
+exists (z=2 /\ 0:X0=1 /\ 1:X0=1 /\ 1:X4=1 /\ 1:X6=2)
+)",
+                                   2000);
+  CHECK(held.positive > 0);
+}
+
 TEST_CASE("Loads issued out of order around deferred ones never read one location against its coherence order",
           "[litmus]") {
   // P0's two loads of y (the first waits for c, the second for nothing) may
