@@ -209,24 +209,36 @@ TEST_CASE("the watchdog report puts the stuck model first and only a few idle da
   }
 }
 
-TEST_CASE("the watchdog report of a big machine lists a few dozen model processes and counts the rest", "[sim][watchdog]") {
+TEST_CASE("the watchdog report of a big machine lists a few dozen model processes, the odd ones out, and counts the rest",
+          "[sim][watchdog]") {
   Simulator sim;
   Signal never;
   auto wait_forever = [&](const char* what) -> Task<void> { co_await never.wait(sim, what); };
+  auto spin = [&]() -> Task<void> {
+    for (;;) co_await sim.delay(1000);
+  };
   for (int i = 0; i < 1000; ++i) sim.spawn("cpu" + std::to_string(i), wait_forever("a lock never released"));
-  sim.spawn("cpu1000", wait_forever("csd_lock_wait"));
+  sim.spawn("cpu1000", wait_forever("csd_lock_wait"));  // the odd one out, past the first 24
+  for (int i = 1001; i < 1006; ++i) sim.spawn("cpu" + std::to_string(i), spin());
   for (int i = 0; i < 20; ++i) sim.spawn("engine" + std::to_string(i), wait_forever("work to do"), /*daemon=*/true);
+  RunLimits limits;
+  limits.max_time_without_progress = 10'000'000;  // 10 us
   try {
-    sim.run();
+    sim.run(limits);
     FAIL("run() returned");
   } catch (const WatchdogError& e) {
     const std::string what = e.what();
+    INFO(what);
     CHECK(what.find("cpu23: waits on a lock never released") != std::string::npos);
     CHECK(what.find("cpu24:") == std::string::npos);
-    const auto rest = what.find("... and 977 more model processes: 976 waiting on a lock never released, "
-                                "1 waiting on csd_lock_wait");
+    const auto odd = what.find("cpu1000: waits on csd_lock_wait");
+    const auto rest = what.find("... and 981 more model processes: 976 waiting on a lock never released, 5 waiting on delay");
+    const auto daemons = what.find("engine0 (daemon)");
+    REQUIRE(odd != std::string::npos);
     REQUIRE(rest != std::string::npos);
-    CHECK(rest < what.find("engine0 (daemon)"));
+    REQUIRE(daemons != std::string::npos);
+    CHECK(odd < rest);
+    CHECK(rest < daemons);
     CHECK(std::count(what.begin(), what.end(), '\n') < 40);
   }
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <map>
 #include <fmt/format.h>
 
 namespace cohsim::sim {
@@ -188,12 +189,23 @@ void Simulator::reap_done_processes() {
 }
 
 std::string Simulator::describe_processes() const {
-  // The model's processes (the first few dozen in full, the rest counted by
-  // what they wait on: a 1,792-CPU machine would print a line per CPU), then
-  // busy daemons (runnable or in a delay: one may be the livelock); of the
-  // daemons waiting for work, as they do by design, only the first few.
+  // The model's processes: the first few dozen in full, then only those few
+  // that wait on something no more than two others wait on (the odd one
+  // out is often the stuck one); the rest are counted by what they wait on,
+  // since a 1,792-CPU machine would print a line per CPU. Then busy daemons
+  // (runnable or in a delay: one may be the livelock); of the daemons
+  // waiting for work, as they do by design, only the first few.
   constexpr std::size_t kModelShown = 24;
+  constexpr std::size_t kOddGroup = 3;
   constexpr std::size_t kWaitingDaemonsShown = 8;
+  auto what = [](const Process& p) {
+    if (!p.waiting()) return std::string("runnable");
+    return p.wait_address_ != 0 ? fmt::format("waiting on {} at {:#x}", p.waiting_on_, p.wait_address_)
+                                : fmt::format("waiting on {}", p.waiting_on_);
+  };
+  std::map<std::string, std::size_t> group_size;
+  for (const auto& p : processes_)
+    if (!p->done_ && !p->daemon_) ++group_size[what(*p)];
   std::string out;
   std::size_t model = 0, waiting_daemons = 0;
   std::vector<std::pair<std::string, std::size_t>> model_rest;  // what the unlisted wait on, how many
@@ -202,10 +214,9 @@ std::string Simulator::describe_processes() const {
       if (p->done_ || p->daemon_ != daemon) continue;
       const bool idle = p->waiting() && p->waiting_on_ != kDelayWait;
       if (daemon && idle && ++waiting_daemons > kWaitingDaemonsShown) continue;
-      if (!daemon && ++model > kModelShown) {
-        const std::string what = p->waiting() ? fmt::format("waiting on {}", p->waiting_on_) : "runnable";
-        auto it = std::find_if(model_rest.begin(), model_rest.end(), [&](const auto& e) { return e.first == what; });
-        if (it == model_rest.end()) model_rest.emplace_back(what, 1);
+      if (!daemon && ++model > kModelShown && group_size[what(*p)] > kOddGroup) {
+        auto it = std::find_if(model_rest.begin(), model_rest.end(), [&](const auto& e) { return e.first == what(*p); });
+        if (it == model_rest.end()) model_rest.emplace_back(what(*p), 1);
         else ++it->second;
         continue;
       }
@@ -222,9 +233,13 @@ std::string Simulator::describe_processes() const {
       }
     }
     if (!daemon && !model_rest.empty()) {
+      std::size_t hidden = 0;
       std::string parts;
-      for (const auto& [what, n] : model_rest) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, what);
-      out += fmt::format("  ... and {} more model processes: {}\n", model - kModelShown, parts);
+      for (const auto& [w, n] : model_rest) {
+        parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, w);
+        hidden += n;
+      }
+      out += fmt::format("  ... and {} more model processes: {}\n", hidden, parts);
     }
   }
   if (waiting_daemons > kWaitingDaemonsShown)
