@@ -203,7 +203,6 @@ Value parse_instruction_value(std::string_view text) {
   throw Unsupported{fmt::format("instruction value '{}'", text)};
 }
 
-/// One statement of the init section.
 /// diy's `Prefetch=0:x=F,1:y=T` (a hint: items of another form are ignored).
 void parse_prefetch(Test& t, std::string_view items) {
   for (const std::string& item : split_operands(items)) {
@@ -220,6 +219,7 @@ void parse_prefetch(Test& t, std::string_view items) {
   }
 }
 
+/// One statement of the init section.
 void parse_init_statement(Test& t, std::string_view stmt, const Source& src, std::size_t pos) {
   stmt = trim(stmt);
   if (stmt.empty()) return;

@@ -30,14 +30,20 @@ void ThreadExec::issue_atomic_read(const Deferred& d) {
   if (early.issued() || !ready_now(d.address)) return;
   const Instr& in = thread_.code[static_cast<std::size_t>(d.pc)];
   const fabric::Addr addr = eval(d.address);
-  if (!layout_->contains(addr, static_cast<std::uint64_t>(in.size)) || addr % static_cast<std::uint64_t>(in.size) != 0)
-    return;  // reported when it is performed
+  if (!accessible(addr, in.size, in.size)) return;  // reported when it is performed
   early = cpu_.issue_load(addr, in.size, cpu::Order::relaxed);
 }
 
 bool ThreadExec::behind_held(std::int32_t node, fabric::Addr addr, int size) const {
   return std::any_of(held_.begin(), held_.end(),
                      [&](const Held& h) { return h.node < node && fabric::overlaps(h.addr, h.size, addr, size); });
+}
+
+void ThreadExec::resume_after(const Deferred& d, std::uint64_t result, int width) {
+  rewind(d.at, d.pc + 1);
+  set(thread_.code[static_cast<std::size_t>(d.pc)].dst, Val{-1, result}, width);
+  bypass_.clear();  // the older ones were checked before it was performed, the younger ones are dropped
+  late_.clear();
 }
 
 sim::Task<bool> ThreadExec::flush_deferred() {
@@ -49,8 +55,7 @@ sim::Task<bool> ThreadExec::flush_deferred() {
       const Instr& in = thread_.code[static_cast<std::size_t>(d.pc)];
       if (in.op != Op::load || !ready_now(d.address)) continue;
       const fabric::Addr addr = eval(d.address);
-      if (!layout_->contains(addr, static_cast<std::uint64_t>(in.size)) || addr % static_cast<std::uint64_t>(in.size) != 0 ||
-          behind_held(d.node, addr, in.size))
+      if (!accessible(addr, in.size, in.size) || behind_held(d.node, addr, in.size))
         continue;  // reported (replayed) when its turn comes
       bypass_.push_back(Bypass{addr, in.size, d.node, d.at});
       late_.push_back(Late{addr, in.size, d.node, false});
@@ -67,7 +72,7 @@ sim::Task<bool> ThreadExec::flush_deferred() {
     deferred_.erase(deferred_.begin());
     const Instr& in = thread_.code[static_cast<std::size_t>(d.pc)];
     const fabric::Addr addr = co_await force(d.address);
-    if (!layout_->contains(addr, static_cast<std::uint64_t>(in.size)) || addr % static_cast<std::uint64_t>(in.size) != 0) {
+    if (!accessible(addr, in.size, in.size)) {
       if (!speculation_.empty() && d.at.nodes >= speculation_.front().nodes) {
         // A load deferred on a predicted path, likely the wrong one: no
         // access, a placeholder value; an error only if the path turns out
@@ -78,7 +83,7 @@ sim::Task<bool> ThreadExec::flush_deferred() {
         poisoned_.push_back(Poisoned{d.node, d.pc, addr});
         continue;
       }
-      fail(in, fmt::format("address {:#x} is not an aligned {}-byte access inside a location of the test", addr, in.size));
+      fail_address(in, addr, in.size);
     }
     if (behind_held(d.node, addr, in.size)) {
       // It reads an older store still held here: executed again from it (its
@@ -106,10 +111,7 @@ sim::Task<bool> ThreadExec::flush_deferred() {
       const std::uint64_t data = co_await force(d.a);
       const bool ok = co_await cpu_.store_exclusive(addr, in.size, mask(data, in.size), in.order);
       if (!ok) {
-        rewind(d.at, d.pc + 1);
-        set(in.dst, Val{-1, 1}, 4);
-        bypass_.clear();  // the older ones were checked above, the younger ones are dropped
-        late_.clear();
+        resume_after(d, 1, 4);
         co_return true;
       }
       late_.push_back(Late{addr, in.size, d.node, true});
@@ -128,10 +130,7 @@ sim::Task<bool> ThreadExec::flush_deferred() {
     if (d.predicted) used = d.prediction;
     else if (early.issued()) used = mask(co_await early.value(), in.size);
     if (used != old) {
-      rewind(d.at, d.pc + 1);
-      set(in.dst, Val{-1, old}, in.dst_width);
-      bypass_.clear();  // the older ones were checked above, the younger ones are dropped
-      late_.clear();
+      resume_after(d, old, in.dst_width);
       co_return true;
     }
     Node& done = nodes_[static_cast<std::size_t>(d.node)];
@@ -199,7 +198,7 @@ void ThreadExec::check_poisoned() const {
   if (poisoned_.empty()) return;
   const Poisoned& p = poisoned_.front();
   const Instr& in = thread_.code[static_cast<std::size_t>(p.pc)];
-  fail(in, fmt::format("address {:#x} is not an aligned {}-byte access inside a location of the test", p.addr, in.size));
+  fail_address(in, p.addr, in.size);
 }
 
 sim::Task<bool> ThreadExec::resolve_branches(bool release) {

@@ -89,6 +89,14 @@ void ThreadExec::fail(const Instr& in, const std::string& what) const {
   throw RunError(fmt::format("{}: P{} line {} '{}': {}", test_.file, index_, in.line, in.text, what));
 }
 
+bool ThreadExec::accessible(fabric::Addr addr, int bytes, int align) const {
+  return layout_->contains(addr, static_cast<std::uint64_t>(bytes)) && addr % static_cast<std::uint64_t>(align) == 0;
+}
+
+void ThreadExec::fail_address(const Instr& in, fabric::Addr addr, int bytes) const {
+  fail(in, fmt::format("address {:#x} is not an aligned {}-byte access inside a location of the test", addr, bytes));
+}
+
 std::uint64_t ThreadExec::eval(Val v) {
   if (v.node < 0) return v.k;
   Node& n = nodes_[static_cast<std::size_t>(v.node)];
@@ -385,12 +393,12 @@ sim::Task<void> ThreadExec::run(sim::Tick start) {
       if (!known(av) && !deferred_.empty() && !passes_deferred(in, av) && co_await flush_deferred()) continue;
       addr = known(av) ? eval(av) : co_await force(av);
       const int bytes = (in.op == Op::load_pair || in.op == Op::store_pair) ? 2 * in.size : in.size;
-      if (!layout_->contains(addr, static_cast<std::uint64_t>(bytes)) || addr % static_cast<std::uint64_t>(in.size) != 0) {
+      if (!accessible(addr, bytes, in.size)) {
         if (!speculation_.empty()) {  // likely a wrong path: resolve, then retry or rewind
           co_await resolve_branches();
           continue;
         }
-        fail(in, fmt::format("address {:#x} is not an aligned {}-byte access inside a location of the test", addr, bytes));
+        fail_address(in, addr, bytes);
       }
     }
     if (in.addr.writeback != Address::Writeback::none) {  // the base register is known: it was just awaited

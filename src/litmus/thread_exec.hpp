@@ -169,6 +169,10 @@ class ThreadExec {
   /// Performs every deferred operation, oldest first; true when a bypassing
   /// load had to be replayed (pc_ rewound).
   sim::Task<bool> flush_deferred();
+  /// A performed deferred operation `d` returned another `result` than the
+  /// one later instructions used: execution resumes after it with `result`
+  /// in its destination (`width` bytes); what used the other value is dropped.
+  void resume_after(const Deferred& d, std::uint64_t result, int width);
   /// The oldest load issued past an older deferred access (and older than
   /// node `before`) that overlaps it and may disagree with it (see Late), or nullptr.
   sim::Task<const Bypass*> first_replay(std::int32_t before);
@@ -203,6 +207,10 @@ class ThreadExec {
   void set(int reg, Val v, int width);
   void predict(const Instr& in, Val condition);
   [[noreturn]] void fail(const Instr& in, const std::string& what) const;
+  /// True when [addr, addr + bytes) lies inside one of the test's locations and addr is `align`-aligned.
+  bool accessible(fabric::Addr addr, int bytes, int align) const;
+  /// Fails `in`: its `bytes`-byte access at `addr` is not accessible.
+  [[noreturn]] void fail_address(const Instr& in, fabric::Addr addr, int bytes) const;
 
   // LDXR/STXR pairs performed as one posted atomic (exclusive_pair.cpp).
   /// The pc of the STXR the LDXR at `pc` pairs with (same address, only

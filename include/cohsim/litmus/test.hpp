@@ -158,8 +158,6 @@ struct Cell {
 /// How the final condition quantifies over runs.
 enum class Quantifier { exists, not_exists, forall };
 
-/// A parsed test. `unsupported` is non-empty when the test uses something
-/// outside the subset; the rest is then incomplete and must not be run.
 /// One item of diy's `Prefetch=` header line (`1:x=T`): the cache state the
 /// cycle's relaxation wants thread `thread` to start with for `location`:
 /// 'F' flushed (not cached), 'T' touched (read), 'W' written (held writable).
@@ -170,6 +168,8 @@ struct PrefetchHint {
   char how = 'F';
 };
 
+/// A parsed test. `unsupported` is non-empty when the test uses something
+/// outside the subset; the rest is then incomplete and must not be run.
 struct Test {
   std::string name;
   std::string file;
