@@ -214,11 +214,14 @@ std::string Simulator::describe_processes() const {
       if (p->done_ || p->daemon_ != daemon) continue;
       const bool idle = p->waiting() && p->waiting_on_ != kDelayWait;
       if (daemon && idle && ++waiting_daemons > kWaitingDaemonsShown) continue;
-      if (!daemon && ++model > kModelShown && group_size[what(*p)] > kOddGroup) {
-        auto it = std::find_if(model_rest.begin(), model_rest.end(), [&](const auto& e) { return e.first == what(*p); });
-        if (it == model_rest.end()) model_rest.emplace_back(what(*p), 1);
-        else ++it->second;
-        continue;
+      if (!daemon && ++model > kModelShown) {
+        std::string w = what(*p);
+        if (group_size[w] > kOddGroup) {
+          auto it = std::find_if(model_rest.begin(), model_rest.end(), [&](const auto& e) { return e.first == w; });
+          if (it == model_rest.end()) model_rest.emplace_back(std::move(w), 1);
+          else ++it->second;
+          continue;
+        }
       }
       out += fmt::format("  {}{}: ", p->name_, daemon ? " (daemon)" : "");
       if (p->waiting()) {
