@@ -115,6 +115,26 @@ TEST_CASE("a --set on a path that does not exist names the keys that do", "[conf
   }
 }
 
+TEST_CASE("a workload's CPU list refuses a CPU listed twice or one the platform lacks, in each of its forms",
+          "[config]") {
+  const std::string scen = source_path("configs/scenarios/spinlock-kunpeng920.json");
+  for (const auto& [cpus, message] : {std::pair{"0,1,1", "CPU 1 is listed twice"},
+                                      std::pair{"0-3,2", "CPU 2 is listed twice"},
+                                      std::pair{"[5, 5]", "CPU 5 is listed twice"},
+                                      std::pair{"0,96", "CPU 96 does not exist (the platform has CPUs 0-95)"},
+                                      std::pair{"[-1]", "CPU -1 does not exist (the platform has CPUs 0-95)"}}) {
+    INFO(cpus);
+    try {
+      auto s = scenario::load_scenario(scen, "", {{"cpus", cpus}});
+      scenario::Run run(s, 1);  // the workload reads its parameters
+      FAIL("no error");
+    } catch (const config::ConfigError& e) {
+      CHECK(e.path() == "params.cpus");
+      CHECK_THAT(e.what(), Catch::Contains(message));
+    }
+  }
+}
+
 TEST_CASE("a scenario's description or baseline that is not a string is an error naming the key", "[config]") {
   const std::string key = GENERATE(std::string("description"), std::string("baseline"));
   TempDir dir;

@@ -151,6 +151,12 @@ TEST_CASE("litmus --cpus places thread i on the i-th CPU of the list, and a list
   auto missing = run_cli("litmus --runs 5 --cpus 0,96 " + quoted(dir.file("sb.litmus")));
   CHECK(missing.exit_code == 2);
   CHECK(missing.output.find("--cpus: CPU 96 does not exist on kunpeng920 (CPUs 0-95)") != std::string::npos);
+  auto twice = run_cli("litmus --runs 5 --cpus 0,1,0 " + quoted(dir.file("sb.litmus")));
+  CHECK(twice.exit_code == 2);
+  CHECK(twice.output.find("--cpus: CPU 0 is listed twice") != std::string::npos);
+  auto huge = run_cli("litmus --runs 5 --cpus 0,4294967296 " + quoted(dir.file("sb.litmus")));
+  CHECK(huge.exit_code == 2);
+  CHECK(huge.output.find("--cpus: CPU 4294967296 does not exist") != std::string::npos);
   for (const char* bad : {"x", "0,0", "3-1", ""}) {
     INFO(bad);
     auto r = run_cli(std::string("litmus --runs 5 --cpus '") + bad + "' " + quoted(dir.file("sb.litmus")));

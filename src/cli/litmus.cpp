@@ -1,7 +1,5 @@
 // cohsim litmus: herd7-format litmus tests run on the simulated cores.
-#include <algorithm>
 #include <boost/program_options.hpp>
-#include <limits>
 #include <fmt/format.h>
 #include <iostream>
 #include <unistd.h>
@@ -22,10 +20,7 @@ std::vector<int> parse_litmus_cpus(const std::string& text) {
   if (!listed) throw config::ConfigError("--cpus", "", fmt::format("cannot read '{}' as a CPU or range (e.g. 0,48 or 0-3)", bad));
   std::vector<int> cpus;
   for (long long c : *listed) {
-    if (c > std::numeric_limits<int>::max())
-      throw config::ConfigError("--cpus", "", fmt::format("CPU {} does not exist", c));
-    if (std::find(cpus.begin(), cpus.end(), static_cast<int>(c)) != cpus.end())
-      throw config::ConfigError("--cpus", "", fmt::format("CPU {} is listed twice", c));
+    if (const auto why = config::cpu_list_refusal(cpus, c, /*cpu_count=*/-1)) throw config::ConfigError("--cpus", "", *why);
     cpus.push_back(static_cast<int>(c));
   }
   if (cpus.empty()) throw config::ConfigError("--cpus", "", "the CPU list is empty");

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <regex>
 #include <sstream>
@@ -444,16 +445,22 @@ std::optional<std::vector<long long>> parse_cpu_ranges(const std::string& text, 
   return cpus;
 }
 
+std::optional<std::string> cpu_list_refusal(const std::vector<int>& cpus, long long c, int cpu_count) {
+  if (cpu_count >= 0 && (c < 0 || c >= cpu_count))
+    return fmt::format("CPU {} does not exist (the platform has CPUs 0-{})", c, cpu_count - 1);
+  if (c < 0 || c > std::numeric_limits<int>::max()) return fmt::format("CPU {} does not exist", c);
+  if (std::find(cpus.begin(), cpus.end(), static_cast<int>(c)) != cpus.end())
+    return fmt::format("CPU {} is listed twice", c);
+  return std::nullopt;
+}
+
 std::vector<int> Reader::cpu_list(std::string_view key, const Spec& s, int cpu_count) {
   const json* v = value_of(key, Kind::cpu_list, s);
   if (schema_mode()) return {0};
   return convert_or(v, s, [&](const json& j) {
     std::vector<int> cpus;
     auto add = [&](long long c) {
-      if (c < 0 || c >= cpu_count)
-        fail(key, fmt::format("CPU {} does not exist (the platform has CPUs 0-{})", c, cpu_count - 1));
-      if (std::find(cpus.begin(), cpus.end(), static_cast<int>(c)) != cpus.end())
-        fail(key, fmt::format("CPU {} is listed twice", c));
+      if (const auto why = cpu_list_refusal(cpus, c, cpu_count)) fail(key, *why);
       cpus.push_back(static_cast<int>(c));
     };
     if (j.is_number_integer()) {

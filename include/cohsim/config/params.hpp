@@ -174,4 +174,9 @@ void check_all_read(const json& doc, const std::string& file, const std::string&
 /// not a number or a range lo-hi with lo <= hi: nullopt, with that part in `bad`.
 std::optional<std::vector<long long>> parse_cpu_ranges(const std::string& text, std::string& bad);
 
+/// Why CPU `c` cannot join the list `cpus`: listed already, or not a CPU of a
+/// machine of `cpu_count` CPUs (cpu_count < 0: no machine yet, any CPU number
+/// an int holds). Nothing when it can.
+std::optional<std::string> cpu_list_refusal(const std::vector<int>& cpus, long long c, int cpu_count);
+
 }  // namespace cohsim::config
