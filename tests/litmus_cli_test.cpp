@@ -145,18 +145,16 @@ TEST_CASE("litmus --cpus places thread i on the i-th CPU of the list, and a list
                        quoted(dir.file("sb.litmus")));
   CHECK(range.exit_code == 0);
   CHECK(read_json(dir.file("range.json"))["tests"][0]["cpus"] == json::array({24, 25}));
-  auto too_few = run_cli("litmus --runs 5 --cpus 3 " + quoted(dir.file("sb.litmus")));
-  CHECK(too_few.exit_code == 2);
-  CHECK(too_few.output.find("2 threads, --cpus names 1 CPU") != std::string::npos);
-  auto missing = run_cli("litmus --runs 5 --cpus 0,96 " + quoted(dir.file("sb.litmus")));
-  CHECK(missing.exit_code == 2);
-  CHECK(missing.output.find("--cpus: CPU 96 does not exist on kunpeng920 (CPUs 0-95)") != std::string::npos);
-  auto twice = run_cli("litmus --runs 5 --cpus 0,1,0 " + quoted(dir.file("sb.litmus")));
-  CHECK(twice.exit_code == 2);
-  CHECK(twice.output.find("--cpus: CPU 0 is listed twice") != std::string::npos);
-  auto huge = run_cli("litmus --runs 5 --cpus 0,4294967296 " + quoted(dir.file("sb.litmus")));
-  CHECK(huge.exit_code == 2);
-  CHECK(huge.output.find("--cpus: CPU 4294967296 does not exist") != std::string::npos);
+  for (const auto& [cpus, message] :
+       {std::pair{"3", "2 threads, --cpus names 1 CPU"},
+        std::pair{"0,96", "--cpus: CPU 96 does not exist on kunpeng920 (CPUs 0-95)"},
+        std::pair{"0,1,0", "--cpus: CPU 0 is listed twice"},
+        std::pair{"0,4294967296", "--cpus: CPU 4294967296 does not exist"}}) {
+    INFO(cpus);
+    auto r = run_cli(std::string("litmus --runs 5 --cpus ") + cpus + " " + quoted(dir.file("sb.litmus")));
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find(message) != std::string::npos);
+  }
   for (const char* bad : {"x", "0,0", "3-1", ""}) {
     INFO(bad);
     auto r = run_cli(std::string("litmus --runs 5 --cpus '") + bad + "' " + quoted(dir.file("sb.litmus")));
