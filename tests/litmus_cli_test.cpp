@@ -155,7 +155,7 @@ TEST_CASE("litmus --cpus places thread i on the i-th CPU of the list, and a list
     CHECK(r.exit_code == 2);
     CHECK(r.output.find(message) != std::string::npos);
   }
-  for (const char* bad : {"x", "0,0", "3-1", ""}) {
+  for (const char* bad : {"x", "3-1", ""}) {
     INFO(bad);
     auto r = run_cli(std::string("litmus --runs 5 --cpus '") + bad + "' " + quoted(dir.file("sb.litmus")));
     CHECK(r.exit_code == 2);
