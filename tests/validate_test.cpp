@@ -248,31 +248,22 @@ TEST_CASE("a derived row of two fitted rows is an identity, one with a predicted
 TEST_CASE("a measured row the fitted rows fix between them is an identity, not a prediction", "[validate]") {
   // kp920.ipi.cpu0: nowrites, write-delta (= wmb - nowrites) and barrier-gain (= wmb - dsb-ishst) are fitted,
   // so wmb and dsb-ishst follow from them; the no-writes barrier rows are the model's own. A row's kind
-  // follows from the rows and the platform's sources, not from its numbers: the shipped IPI rows, with
-  // their known misses and expected predictions, run here at 3 rounds instead of 1000.
+  // follows from the rows and the platform's sources, not from its numbers: the shipped IPI rows run here
+  // at 3 rounds instead of 1000 (the rows the calibration copy lacks are errors, and the exit code is not
+  // what this tests).
   TempDir dir;
-  auto is_ipi = [](const std::string& id) { return id.rfind("kp920.ipi", 0) == 0; };
-  auto ipi_keys = [&](json object) {  // the object without its non-IPI row ids
-    for (auto it = object.begin(); it != object.end();) it = is_ipi(it.key()) ? std::next(it) : object.erase(it);
-    return object;
-  };
   json cal = config::load_json_file(source_path("data/calibration.json"));
   json rows = json::array();
   for (json row : cal["rows"])
-    if (is_ipi(row["id"].get<std::string>())) {
+    if (row["id"].get<std::string>().rfind("kp920.ipi", 0) == 0) {
       if (row.contains("scenario")) row["set"]["rounds"] = 3;
       rows.push_back(row);
     }
   cal["rows"] = rows;
-  const std::string cal_file = dir.write("calibration.json", cal.dump());
-  json known = config::load_json_file(source_path("data/known-misses.json"));
-  known["rows"] = ipi_keys(known["rows"]);
-  dir.write("known-misses.json", known.dump());
-  json expected = config::load_json_file(source_path("data/validate-expected.json"));
-  expected["predicted"] = ipi_keys(expected["predicted"]);
-  dir.write("validate-expected.json", expected.dump());
   const std::string out = dir.file("v.json");
-  auto r = run_cli("validate --calibration " + quoted(cal_file) + " --json " + quoted(out));
+  auto r = run_cli("validate --calibration " + quoted(dir.write("calibration.json", cal.dump())) +
+                   " --known-misses " + quoted(source_path("data/known-misses.json")) + " --expected " +
+                   quoted(source_path("data/validate-expected.json")) + " --json " + quoted(out));
   INFO(r.output);
   std::map<std::string, std::string> kind;
   const json doc = config::load_json_file(out);
