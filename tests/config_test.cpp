@@ -183,6 +183,9 @@ TEST_CASE("a calibrated number names the rows it was fitted to, other sources na
   config::Provenance p;
   p.source = "calibration: kp920.c2c.same-die minus same-cluster, with kp920.mem.node0.from-cpu24 and kp920.c2c.same-die";
   CHECK(p.calibration_rows() == std::vector<std::string>{"kp920.c2c.same-die", "kp920.mem.node0.from-cpu24"});
+  // numbers with two dots are not row ids (once "87.85-88.1 ns" was read as one)
+  p.source = "calibration: kp920.c2c.other-die; 26 to 50 ns give 87.85-88.1 ns, version 1.2.3";
+  CHECK(p.calibration_rows() == std::vector<std::string>{"kp920.c2c.other-die"});
   p.source = "estimate: like kp920.c2c.same-die";
   CHECK(p.calibration_rows().empty());
 }

@@ -305,8 +305,9 @@ std::vector<std::string> Provenance::calibration_rows() const {
   static const std::string prefix = "calibration:";
   std::vector<std::string> rows;
   if (source.rfind(prefix, 0) != 0) return rows;
-  // A row id: lower-case words joined by at least two dots (kp920.c2c.same-die).
-  static const std::regex id(R"([a-z0-9]+(\.[a-z0-9][a-z0-9-]*){2,})");
+  // A row id: lower-case words joined by at least two dots, the first word
+  // starting with a letter (kp920.c2c.same-die; not a number range like 87.85-88.1).
+  static const std::regex id(R"(\b[a-z][a-z0-9]*(\.[a-z0-9][a-z0-9-]*){2,})");
   const std::string text = source.substr(prefix.size());
   for (std::sregex_iterator it(text.begin(), text.end(), id), end; it != end; ++it)
     if (std::find(rows.begin(), rows.end(), it->str()) == rows.end()) rows.push_back(it->str());
