@@ -209,13 +209,12 @@ void parse_prefetch(Test& t, std::string_view items) {
     const std::string_view it = trim(item);
     const std::size_t colon = it.find(':'), eq = it.rfind('=');
     if (colon == std::string_view::npos || eq == std::string_view::npos || eq < colon || eq + 2 != it.size()) continue;
-    const std::string_view thread = it.substr(0, colon);
-    if (thread.empty() || !std::all_of(thread.begin(), thread.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-        thread.size() > 3)
-      continue;
+    std::int64_t thread = 0;
+    if (!parse_integer(it.substr(0, colon), thread) || thread < 0 || thread > 63) continue;
     const char how = it.back();
     if (how != 'F' && how != 'T' && how != 'W') continue;
-    t.prefetch.push_back(PrefetchHint{std::stoi(std::string(thread)), std::string(trim(it.substr(colon + 1, eq - colon - 1))), how});
+    t.prefetch.push_back(
+        PrefetchHint{static_cast<int>(thread), std::string(trim(it.substr(colon + 1, eq - colon - 1))), how});
   }
 }
 

@@ -218,7 +218,8 @@ TestResult run_test(const Test& test, scenario::Machine& m, std::uint64_t runs, 
     }
     const bool varied = noise_rng.below(2) == 1;
     for (int c : result.cpus) m.cpu(c).set_jitter(&jitter_rng, thread_jitter(noise_rng, varied, miss, result.jitter));
-    for (auto& t : threads) t->set_linger(&noise_rng, varied && noise_rng.below(2) == 1 ? thread_jitter(noise_rng, true, miss, 0) : 0);
+    for (auto& t : threads)
+      t->set_linger(&noise_rng, varied && noise_rng.below(2) == 1 ? thread_jitter_bound(miss, noise_rng.below(4)) : 0);
     for (int i = 0; i < n; ++i) {
       threads[static_cast<std::size_t>(i)]->reset(layout);
       m.sim().spawn(fmt::format("litmus P{}", i), threads[static_cast<std::size_t>(i)]->run(start_rng.below(result.start_spread)));
