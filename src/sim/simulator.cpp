@@ -203,22 +203,24 @@ std::string Simulator::describe_processes() const {
     return p.wait_address_ != 0 ? fmt::format("waiting on {} at {:#x}", p.waiting_on_, p.wait_address_)
                                 : fmt::format("waiting on {}", p.waiting_on_);
   };
+  std::vector<std::string> waits_on(processes_.size());  // what(p) of each live model process
   std::map<std::string, std::size_t> group_size;
-  for (const auto& p : processes_)
-    if (!p->done_ && !p->daemon_) ++group_size[what(*p)];
+  for (std::size_t i = 0; i < processes_.size(); ++i)
+    if (!processes_[i]->done_ && !processes_[i]->daemon_) ++group_size[waits_on[i] = what(*processes_[i])];
   std::string out;
   std::size_t model = 0, waiting_daemons = 0;
   std::vector<std::pair<std::string, std::size_t>> model_rest;  // what the unlisted wait on, how many
   for (bool daemon : {false, true}) {
-    for (const auto& p : processes_) {
+    for (std::size_t i = 0; i < processes_.size(); ++i) {
+      const auto& p = processes_[i];
       if (p->done_ || p->daemon_ != daemon) continue;
       const bool idle = p->waiting() && p->waiting_on_ != kDelayWait;
       if (daemon && idle && ++waiting_daemons > kWaitingDaemonsShown) continue;
       if (!daemon && ++model > kModelShown) {
-        std::string w = what(*p);
+        const std::string& w = waits_on[i];
         if (group_size[w] > kOddGroup) {
           auto it = std::find_if(model_rest.begin(), model_rest.end(), [&](const auto& e) { return e.first == w; });
-          if (it == model_rest.end()) model_rest.emplace_back(std::move(w), 1);
+          if (it == model_rest.end()) model_rest.emplace_back(w, 1);
           else ++it->second;
           continue;
         }
