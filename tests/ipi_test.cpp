@@ -86,6 +86,35 @@ TEST_CASE("SGIs are routed by affinity with one ICC_SGI1R write per cluster targ
   CHECK(when(30) < when(60));
 }
 
+TEST_CASE("with one GIC routing point for the system an SGI within socket 1 crosses to socket 0 and back; with one "
+          "per die or per socket the two sockets are alike",
+          "[ipi]") {
+  // The time from the SGI1R write to the target's handler, for a busy target (no WFI exit).
+  auto sgi_ns = [](const std::string& placement, Tick crossing, int from, int to) {
+    config::json doc = test::platform_json_as_shipped();
+    doc["gic"]["routing_placement"]["value"] = placement;
+    doc["gic"]["socket_crossing"]["value"] = fmt::format("{}ps", crossing);
+    Rig r(scenario::PlatformDoc{doc, kPlatform});
+    r.sim().spawn("busy", [](cpu::Cpu& c) -> Task<void> { co_await c.compute(10 * sim::kUs); }(r.cpu(to)));
+    r.send(from, {to});
+    r.sim().run();
+    REQUIRE(r.entries.size() == 1);
+    return r.entries[0].second;
+  };
+  const Tick crossing = 144 * sim::kNs;
+  for (const std::string placement : {"die", "socket"}) {
+    INFO(placement);
+    CHECK(sgi_ns(placement, crossing, 49, 50) == sgi_ns(placement, crossing, 1, 2));
+    CHECK(sgi_ns(placement, crossing, 48, 1) == sgi_ns(placement, crossing, 0, 49));
+  }
+  // system: socket 1 -> socket 1 pays two crossings, socket 0 -> socket 0 none.
+  const Tick near0 = sgi_ns("system", crossing, 1, 2), near1 = sgi_ns("system", crossing, 49, 50);
+  const Tick near1_free = sgi_ns("system", 0, 49, 50);
+  CHECK(near1 - near1_free == 2 * crossing);
+  CHECK(near1_free > near0);  // even a free crossing is the interconnect's socket link, twice
+  CHECK(sgi_ns("system", crossing, 0, 49) - sgi_ns("system", 0, 0, 49) == crossing);
+}
+
 TEST_CASE("an SGI stays pending until the target enables interrupts", "[ipi]") {
   Rig r;
   Tick enabled_at = 0;

@@ -12,9 +12,10 @@ using config::Spec;
 GicParams::GicParams(config::Reader r, const topo::Topology& t) {
   routing_placement = r.choice(
       "routing_placement",
-      Spec{.doc = "where a die's SGI routing point (distributor / GIC block) sits: on every die's fabric, or "
-                  "one per socket on its gateway die",
-           .def = "die", .choices = {"die", "socket"}});
+      Spec{.doc = "where a die's SGI routing point (distributor / GIC block) sits: on every die's fabric, "
+                  "one per socket on its gateway die, or one for the system on socket 0's gateway die (every SGI "
+                  "passes it)",
+           .def = "die", .choices = {"die", "socket", "system"}});
   sgi_register_write = r.time(
       "sgi_register_write",
       Spec{.doc = "msr ICC_SGI1R_EL1: the CPU interface until the SGI request leaves the core", .max = 1e6});
@@ -33,6 +34,11 @@ GicParams::GicParams(config::Reader r, const topo::Topology& t) {
       Spec{.doc = "kernel instructions from gic_handle_irq to the SGI's handler (handle_domain_irq, irq_enter, "
                   "irq domain look-up, handle_percpu_devid_irq, ipi_handler, do_handle_IPI)",
            .max = 1e7});
+  socket_crossing = r.time(
+      "socket_crossing",
+      Spec{.doc = "a GIC message (SGI request or forward) crossing between sockets: its time beyond the "
+                  "interconnect's socket link (the GIC's own path through the sockets' I/O blocks)",
+           .def = "0ns", .max = 1e6});
   if (r.schema_mode()) return;
   const int per_cluster = t.cores_per_cluster() * t.threads_per_core();
   if (per_cluster > 16)
@@ -72,6 +78,9 @@ Gicv3::Gicv3(const GicParams& params, fabric::Interconnect& icn, std::vector<cpu
   for (int d = 0; d < t.die_count(); ++d) {
     if (p_.routing_placement == "die") {
       routing_ep_.push_back(icn_.home_endpoint(d));
+    } else if (p_.routing_placement == "system") {
+      if (d == 0) routing_ep_.push_back(icn_.add_device("gic.system", 0));
+      else routing_ep_.push_back(routing_ep_.back());
     } else {
       const int socket = d / t.dies_per_socket();
       if (d % t.dies_per_socket() == 0) routing_ep_.push_back(icn_.add_device(fmt::format("gic.socket{}", socket), socket));
@@ -117,7 +126,8 @@ Task<void> Gicv3::write_sgi1r(cpu::Cpu& source, const Sgi1rWrite& w) {
   co_await sim_.delay(p_.sgi_register_write);
   const std::size_t slot = new_message(Message{source.id(), -1, w, issued});
   const int ep = icn_.cpu_endpoint(source.id());
-  const Tick at = icn_.send(ep, routing_endpoint(icn_.endpoint(ep).die_global), sim_.now()) + p_.routing;
+  const int routing_ep = routing_endpoint(icn_.endpoint(ep).die_global);
+  const Tick at = gic_send(ep, routing_ep, sim_.now()) + p_.routing;
   sim_.schedule(at, &Gicv3::route_event, this, slot);
 }
 
@@ -141,6 +151,11 @@ Task<void> Gicv3::send_ipi(cpu::Cpu& source, const std::vector<int>& targets, in
   trace.finish(sim_.now());
 }
 
+Tick Gicv3::gic_send(int from_ep, int to_ep, Tick at) {
+  const Tick arrives = icn_.send(from_ep, to_ep, at);
+  return icn_.endpoint(from_ep).socket == icn_.endpoint(to_ep).socket ? arrives : arrives + p_.socket_crossing;
+}
+
 void Gicv3::route_event(void* ctx, std::uint64_t slot) { static_cast<Gicv3*>(ctx)->route(static_cast<std::size_t>(slot)); }
 void Gicv3::deliver_event(void* ctx, std::uint64_t slot) { static_cast<Gicv3*>(ctx)->deliver(static_cast<std::size_t>(slot)); }
 
@@ -156,8 +171,8 @@ void Gicv3::route(std::size_t slot) {
     const int target_ep = icn_.cpu_endpoint(target);
     const int to_ep = routing_endpoint(icn_.endpoint(target_ep).die_global);
     Tick at = sim_.now();
-    if (to_ep != from_ep) at = icn_.send(from_ep, to_ep, at) + p_.routing;
-    at = icn_.send(to_ep, target_ep, at) + p_.redistributor;
+    if (to_ep != from_ep) at = gic_send(from_ep, to_ep, at) + p_.routing;
+    at = gic_send(to_ep, target_ep, at) + p_.redistributor;
     Message one = m;
     one.target = target;
     sim_.schedule(at, &Gicv3::deliver_event, this, new_message(one));

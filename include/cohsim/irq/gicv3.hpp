@@ -42,7 +42,7 @@ inline constexpr int kSpuriousIntid = 1023;
 
 /// The "gic" section of a platform.
 struct GicParams {
-  std::string routing_placement;  ///< "die" | "socket": where the SGI routing point of a die sits
+  std::string routing_placement;  ///< "die" | "socket" | "system": where the SGI routing point of a die sits
   Tick sgi_register_write = 0;    ///< msr ICC_SGI1R_EL1: CPU interface until the request leaves
   Tick routing = 0;               ///< routing point: affinity decode and target-list expansion, per write
   Tick redistributor = 0;         ///< redistributor: set pending, priority check, assert IRQ to the core
@@ -50,6 +50,7 @@ struct GicParams {
   Tick eoi_write = 0;             ///< msr ICC_EOIR1_EL1 (priority drop)
   Tick dir_write = 0;             ///< msr ICC_DIR_EL1 (deactivate)
   Tick dispatch = 0;              ///< kernel: handle_domain_irq .. the SGI's handler (irq domain look-up, irq_enter)
+  Tick socket_crossing = 0;       ///< a GIC message between sockets: its path beyond the interconnect's socket link
   /// Reads the section and checks it against the topology; throws ConfigError.
   GicParams(config::Reader r, const topo::Topology& t);
 };
@@ -128,6 +129,9 @@ class Gicv3 : public IpiController {
   bool active(int cpu, int intid) const { return (state(cpu).active >> intid) & 1u; }
   /// Where the routing point of `die` sits (an interconnect endpoint).
   int routing_endpoint(int die) const { return routing_ep_.at(static_cast<std::size_t>(die)); }
+  /// A GIC message from one endpoint to another: the interconnect, plus
+  /// socket_crossing when it passes between sockets. When it arrives.
+  Tick gic_send(int from_ep, int to_ep, Tick at);
 
  private:
   struct CpuState {
