@@ -36,8 +36,8 @@ GicParams::GicParams(config::Reader r, const topo::Topology& t) {
            .max = 1e7});
   socket_crossing = r.time(
       "socket_crossing",
-      Spec{.doc = "a GIC message (SGI request or forward) crossing between sockets: its time beyond the "
-                  "interconnect's socket link (the GIC's own path through the sockets' I/O blocks)",
+      Spec{.doc = "a GIC message (SGI request or forward), per socket link it crosses: its time beyond the "
+                  "interconnect's crossing of that link",
            .def = "0ns", .max = 1e6});
   if (r.schema_mode()) return;
   const int per_cluster = t.cores_per_cluster() * t.threads_per_core();
@@ -152,8 +152,10 @@ Task<void> Gicv3::send_ipi(cpu::Cpu& source, const std::vector<int>& targets, in
 }
 
 Tick Gicv3::gic_send(int from_ep, int to_ep, Tick at) {
-  const Tick arrives = icn_.send(from_ep, to_ep, at);
-  return icn_.endpoint(from_ep).socket == icn_.endpoint(to_ep).socket ? arrives : arrives + p_.socket_crossing;
+  // The GIC's own time per socket link is a delay, not link occupancy: its
+  // messages are few beside the coherence traffic the links carry.
+  const int links = icn_.socket_crossings(icn_.endpoint(from_ep).socket, icn_.endpoint(to_ep).socket);
+  return icn_.send(from_ep, to_ep, at) + links * p_.socket_crossing;
 }
 
 void Gicv3::route_event(void* ctx, std::uint64_t slot) { static_cast<Gicv3*>(ctx)->route(static_cast<std::size_t>(slot)); }

@@ -50,7 +50,7 @@ struct GicParams {
   Tick eoi_write = 0;             ///< msr ICC_EOIR1_EL1 (priority drop)
   Tick dir_write = 0;             ///< msr ICC_DIR_EL1 (deactivate)
   Tick dispatch = 0;              ///< kernel: handle_domain_irq .. the SGI's handler (irq domain look-up, irq_enter)
-  Tick socket_crossing = 0;       ///< a GIC message between sockets: its path beyond the interconnect's socket link
+  Tick socket_crossing = 0;       ///< a GIC message, per socket link it crosses: its time beyond the interconnect's
   /// Reads the section and checks it against the topology; throws ConfigError.
   GicParams(config::Reader r, const topo::Topology& t);
 };
@@ -129,11 +129,11 @@ class Gicv3 : public IpiController {
   bool active(int cpu, int intid) const { return (state(cpu).active >> intid) & 1u; }
   /// Where the routing point of `die` sits (an interconnect endpoint).
   int routing_endpoint(int die) const { return routing_ep_.at(static_cast<std::size_t>(die)); }
-  /// A GIC message from one endpoint to another: the interconnect, plus
-  /// socket_crossing when it passes between sockets. When it arrives.
-  Tick gic_send(int from_ep, int to_ep, Tick at);
 
  private:
+  /// A GIC message sent at `at` from one endpoint to another: when it
+  /// arrives (the interconnect, plus socket_crossing per socket link).
+  Tick gic_send(int from_ep, int to_ep, Tick at);
   struct CpuState {
     std::uint16_t pending = 0;
     std::uint16_t active = 0;
