@@ -86,7 +86,7 @@ TEST_CASE("SGIs are routed by affinity with one ICC_SGI1R write per cluster targ
   CHECK(when(30) < when(60));
 }
 
-TEST_CASE("with one GIC routing point for the system an SGI within socket 1 crosses to socket 0 and back; with one "
+TEST_CASE("with one GIC routing point for the system an SGI within socket 1 crosses to socket 0 and back, and with one "
           "per die or per socket an SGI crosses only to reach the other socket",
           "[ipi]") {
   // The time from the SGI1R write to the target's handler, for a busy target (no WFI exit).
