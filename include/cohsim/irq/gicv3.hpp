@@ -50,7 +50,7 @@ struct GicParams {
   Tick eoi_write = 0;             ///< msr ICC_EOIR1_EL1 (priority drop)
   Tick dir_write = 0;             ///< msr ICC_DIR_EL1 (deactivate)
   Tick dispatch = 0;              ///< kernel: handle_domain_irq .. the SGI's handler (irq domain look-up, irq_enter)
-  Tick socket_crossing = 0;       ///< a GIC message, per socket link it crosses: its time beyond the interconnect's
+  Tick socket_crossing = 0;       ///< a GIC message's time per socket link beyond the interconnect's crossing
   /// Reads the section and checks it against the topology; throws ConfigError.
   GicParams(config::Reader r, const topo::Topology& t);
 };
