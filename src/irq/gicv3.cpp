@@ -75,6 +75,8 @@ Gicv3::Gicv3(const GicParams& params, fabric::Interconnect& icn, std::vector<cpu
   // at the same place as the die's home agent (one NUMA node per die), so a
   // message to it pays the die's ring and the die-to-die links like any agent
   // there. "socket": one per socket, a device on the socket's gateway die.
+  // "system": one for the machine, a device on socket 0's gateway die that
+  // every SGI passes (from socket 1 to socket 1 across the link and back).
   for (int d = 0; d < t.die_count(); ++d) {
     if (p_.routing_placement == "die") {
       routing_ep_.push_back(icn_.home_endpoint(d));
