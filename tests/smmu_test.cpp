@@ -13,6 +13,7 @@
 using namespace cohsim;
 using devices::Smmu;
 using models::CmdqVariant;
+using models::CmdqSpinlockLine;
 using models::SmmuCmdq;
 using sim::Task;
 using sim::Tick;
@@ -27,9 +28,9 @@ struct Rig {
   scenario::Machine m{scenario::load_platform(COHSIM_SOURCE_DIR "/configs/platforms/kunpeng920.json"), 1, registry};
   Smmu smmu;
   SmmuCmdq cmdq;
-  Rig(int entries, CmdqVariant v)
+  Rig(int entries, CmdqVariant v, CmdqSpinlockLine slock_line = CmdqSpinlockLine::with_owner_prod)
       : smmu(*m.smmu_params(), m.fabric(), entries),
-        cmdq(v, smmu, m.memory(), m.topology()) {
+        cmdq(v, smmu, m.memory(), m.topology(), slock_line) {
     smmu.record_commands(true);
     cmdq.record_batches(true);
   }
@@ -183,8 +184,11 @@ TEST_CASE("An uncontended call's shared-memory footprint follows the algorithm s
   r.spawn_unmaps(0, 1, 0);
   r.spawn_unmaps(24, 1, 5000 * kNs);  // another die, after CPU 0 is done: owner and last lock holder again
   r.m.sim().run();
-  std::set<std::string> expected = {"arm_smmu_cmdq.q.llq", "arm_smmu_cmdq.owner_prod+lock", "arm_smmu_cmdq.valid_map",
-                                    "smmu0.cmdq.base"};
+  // spinlock-fallback's spinlock is a member of struct arm_smmu_cmdq after
+  // lock: the line of owner_prod and lock is named for all three.
+  const std::string owner_line =
+      std::string(name) == "spinlock-fallback" ? "arm_smmu_cmdq.owner_prod+lock+slock" : "arm_smmu_cmdq.owner_prod+lock";
+  std::set<std::string> expected = {"arm_smmu_cmdq.q.llq", owner_line, "arm_smmu_cmdq.valid_map", "smmu0.cmdq.base"};
   if (std::string(name) == "fetch-add") expected.insert("arm_smmu_cmdq.cons");
   for (int cpu : {0, 24}) {
     // claim (cmpxchg / fetch_add), shared lock (fetch_inc; fetch-add: the
@@ -199,7 +203,8 @@ TEST_CASE("An uncontended call's shared-memory footprint follows the algorithm s
 }
 
 TEST_CASE("spinlock-fallback takes the spinlock only after a failed cmpxchg", "[smmu]") {
-  Rig r(65536, CmdqVariant::spinlock_fallback);
+  // The spinlock on a line of its own (slock_line=own), so that its line is touched only by lockers.
+  Rig r(65536, CmdqVariant::spinlock_fallback, CmdqSpinlockLine::own_line);
   const int cpus = 8;
   for (int c = 0; c < cpus; ++c) r.spawn_unmaps(c, 1, 0);
   r.m.sim().run();

@@ -36,7 +36,14 @@ CmdqVariant parse_cmdq_variant(const std::string& name) {
   throw std::invalid_argument("unknown command queue variant " + name);
 }
 
-SmmuCmdq::SmmuCmdq(CmdqVariant v, devices::Smmu& smmu, fabric::MemoryMap& mem, const topo::Topology& topo)
+CmdqSpinlockLine parse_spinlock_line(const std::string& name) {
+  if (name == "owner-prod") return CmdqSpinlockLine::with_owner_prod;
+  if (name == "own") return CmdqSpinlockLine::own_line;
+  throw std::invalid_argument("unknown spinlock placement " + name);
+}
+
+SmmuCmdq::SmmuCmdq(CmdqVariant v, devices::Smmu& smmu, fabric::MemoryMap& mem, const topo::Topology& topo,
+                   CmdqSpinlockLine slock_line)
     : variant_(v), smmu_(smmu), shift_(smmu.max_n_shift()), cpu_count_(topo.cpu_count()),
       stats_(static_cast<std::size_t>(topo.cpu_count())) {
   // struct arm_smmu_device (and the cmdq in it) is devm_kzalloc'ed on the
@@ -45,13 +52,19 @@ SmmuCmdq::SmmuCmdq(CmdqVariant v, devices::Smmu& smmu, fabric::MemoryMap& mem, c
     throw std::invalid_argument("arm_smmu_cmdq: the valid map needs a queue of at least 64 entries (BITS_PER_LONG)");
   const int node = smmu.params().node;
   llq_ = mem.alloc(node, 64, 64, "arm_smmu_cmdq.q.llq");
-  owner_prod_ = mem.alloc(node, 64, 64, "arm_smmu_cmdq.owner_prod+lock");
+  owner_prod_ = mem.alloc(node, 64, 64,
+                          v == CmdqVariant::spinlock_fallback && slock_line == CmdqSpinlockLine::with_owner_prod
+                              ? "arm_smmu_cmdq.owner_prod+lock+slock"
+                              : "arm_smmu_cmdq.owner_prod+lock");
   lock_ = owner_prod_ + 4;
   const std::uint64_t map_bytes = std::max<std::uint64_t>(64, static_cast<std::uint64_t>(smmu.queue_entries()) / 8);
   valid_map_ = mem.alloc(node, map_bytes, 64, "arm_smmu_cmdq.valid_map");
   if (v == CmdqVariant::fetch_add) cons_ = mem.alloc(node, 64, 64, "arm_smmu_cmdq.cons");
   if (v == CmdqVariant::spinlock_fallback) {
-    slock_ = mem.alloc(node, 64, 64, "arm_smmu_cmdq.slock");
+    // struct arm_smmu_cmdq { q; valid_map; owner_prod; lock; slock; }: after
+    // the 4-byte lock, or on a line of its own.
+    slock_ = slock_line == CmdqSpinlockLine::with_owner_prod ? owner_prod_ + 8
+                                                              : mem.alloc(node, 64, 64, "arm_smmu_cmdq.slock");
     qnodes_.emplace(mem, topo);
   }
 }

@@ -45,6 +45,14 @@ enum class CmdqPublishBarrier { dma_wmb, none };
 /// "dma-wmb" | "none".
 CmdqPublishBarrier parse_publish_barrier(const std::string& name);
 
+/// Where spinlock-fallback's spinlock sits. The review's diff adds a
+/// `spinlock_t slock` member to struct arm_smmu_cmdq; appended after
+/// `atomic_t lock` it shares the line of owner_prod and lock (with_owner_prod).
+/// `own_line` is the alternative: a ____cacheline_aligned member.
+enum class CmdqSpinlockLine { with_owner_prod, own_line };
+/// "owner-prod" | "own".
+CmdqSpinlockLine parse_spinlock_line(const std::string& name);
+
 /// ARM_SMMU_POLL_TIMEOUT_US (v5.9 arm-smmu-v3.h): a CMD_SYNC wait gives up after 1 s.
 inline constexpr Tick kCmdSyncTimeoutDefault = 1000 * sim::kMs;
 
@@ -96,7 +104,8 @@ class SmmuCmdq {
  public:
   /// Allocates the queue's shared state on the SMMU's node (per-CPU spinlock
   /// queue nodes on each CPU's node) for a machine of `topo.cpu_count()` CPUs.
-  SmmuCmdq(CmdqVariant v, devices::Smmu& smmu, fabric::MemoryMap& mem, const topo::Topology& topo);
+  SmmuCmdq(CmdqVariant v, devices::Smmu& smmu, fabric::MemoryMap& mem, const topo::Topology& topo,
+           CmdqSpinlockLine slock_line = CmdqSpinlockLine::with_owner_prod);
 
   /// arm_smmu_cmdq_issue_cmdlist(smmu, cmds, n, sync): inserts the n
   /// commands (plus a CMD_SYNC when `sync`) and, with sync, waits for it.
@@ -176,7 +185,7 @@ class SmmuCmdq {
   Addr lock_;        ///< LK (atomic_t): > 0 shared holders, INT_MIN exclusive
   Addr valid_map_;   ///< VM: one bit per entry, polarity flips on every wrap
   Addr cons_ = 0;    ///< fetch-add: the driver's copy of cons on its own line
-  Addr slock_ = 0;   ///< spinlock-fallback: the queued spinlock word
+  Addr slock_ = 0;   ///< spinlock-fallback: the queued spinlock word (owner_prod + 8, or its own line)
   std::optional<kernel::Qnodes> qnodes_;  ///< spinlock-fallback: the per-CPU qspinlock nodes
   std::vector<CmdqCpuStats> stats_;
   bool recording_ = false;
