@@ -12,6 +12,8 @@
 #include "cohsim/scenario/scenario.hpp"
 #include "models/kernel/tick.hpp"
 #include "models/kernel/timekeeping.hpp"
+#include "src/cli/cli.hpp"
+#include "test_support.hpp"
 
 using namespace cohsim;
 using models::kernel::Clocksource;
@@ -274,6 +276,38 @@ TEST_CASE("aim7: with one task per CPU every blocking wait idles, reading the cl
   // nohz: a CPU ticks at HZ while busy and not while idle (tick_clock_reads = 3 per tick, as Linux 4.6).
   CHECK(ticks == Approx(1000 * (1 - r.get("idle_cpu_pct") / 100)).epsilon(0.02));
   CHECK(r.get("ktime_get_per_cpu_per_s") == Approx(3 * ticks + (entry + exit) * idles).epsilon(0.01));
+}
+
+TEST_CASE("aim7: a tick reads the clock as Linux 4.6 does: twice in a row, then once more after its work",
+          "[hpet]") {
+  // hrtimer_update_base and tick_sched_timer's ktime_get back to back, then
+  // update_process_times (tick_work), then clockevents_program_event's read.
+  test::TempDir dir;
+  const std::string file = dir.file("trace.json");
+  const cli::TraceOptions trace{file, sim::from_ns(2e6), sim::from_ns(5e6)};
+  cli::run_scenario(test::source_path("configs/scenarios/hpet-haswell-ex.json"), "tsc",
+                    {scenario::parse_override("timers_per_job=0"), scenario::parse_override("warmup=1ms"),
+                     scenario::parse_override("duration=4ms")},
+                    std::nullopt, false, &trace);
+  std::ifstream in(file);
+  const auto doc = config::json::parse(in);
+  std::vector<std::pair<double, double>> reads;  // CPU 1's clock reads: start and end, in us
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "X" && e["tid"] == 1 && e["name"] == "read_tsc")
+      reads.emplace_back(e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>());
+  // One tick's reads lie within a few us; ticks are 1 ms apart.
+  std::vector<std::vector<std::pair<double, double>>> ticks;
+  for (const auto& r : reads) {
+    if (ticks.empty() || r.first - ticks.back().back().second > 100) ticks.emplace_back();
+    ticks.back().push_back(r);
+  }
+  REQUIRE(ticks.size() >= 2);
+  const double tick_work_us = 1.0;  // aim7's default tick_work
+  for (const auto& t : ticks) {
+    REQUIRE(t.size() == 3);
+    CHECK(t[1].first - t[0].second < 0.1);           // the second read follows the first at once
+    CHECK(t[2].first - t[1].second >= tick_work_us);  // the third comes after the tick's work
+  }
 }
 
 TEST_CASE("SMT siblings that both compute each get the platform's share of the core", "[hpet][smt]") {
