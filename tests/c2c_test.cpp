@@ -1,7 +1,6 @@
 // The c2c workload's results: the pair it measured, its hop class by name.
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <sstream>
 
 #include "test_support.hpp"
 
@@ -91,7 +90,7 @@ double kp920_one_way(int cpu_b, const std::string& path, double ns) {
 /// A time leaf's nominal value and the ends of its "range" (nominal +-50 % for
 /// a measured or calibrated number without one), in ns.
 std::vector<double> sweep_values(const json& leaf) {
-  auto ns = [](const json& t) { return std::stod(t.get<std::string>()); };  // "24.5ns" -> 24.5
+  auto ns = [](const json& t) { return sim::to_ns(sim::parse_time(t.get<std::string>()).value()); };
   const double nominal = ns(leaf["value"]);
   const double lo = leaf.contains("range") ? ns(leaf["range"][0]) : nominal / 2;
   const double hi = leaf.contains("range") ? ns(leaf["range"][1]) : nominal * 1.5;
@@ -122,10 +121,7 @@ TEST_CASE("c2c one-way time never falls as a latency on its path grows, on every
     const char* name;
   };
   for (const auto& path : paths) {
-    json leaf = platform;
-    std::stringstream ss(path);
-    for (std::string part; std::getline(ss, part, '.');) leaf = leaf.at(part);
-    const auto values = sweep_values(leaf);
+    const auto values = sweep_values(value_at(platform, path));
     for (const Pair p : {Pair{1, "same cluster"}, Pair{8, "same die"}, Pair{24, "other die"}, Pair{48, "other socket"}}) {
       if (path == "caches.llc.atomic_latency" && p.cpu_b >= 24) continue;
       double prev = 0;

@@ -72,6 +72,15 @@ inline void set_value(json& doc, const std::string& path, const json& v) {
   else *node = v;
 }
 
+/// The value at dotted `path` (a {value, source} leaf whole); throws if absent.
+inline const json& value_at(const json& doc, const std::string& path) {
+  const json* node = &doc;
+  std::stringstream ss(path);
+  std::string part;
+  while (std::getline(ss, part, '.')) node = &node->at(part);
+  return *node;
+}
+
 /// A coherence.atomics section placing every class of atomic at `place` (near, llc, home).
 inline json all_atomics(const std::string& place) {
   return {{"cas", place}, {"swp", place}, {"ld_op", place}, {"st_op", place}};

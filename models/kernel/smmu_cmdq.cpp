@@ -51,20 +51,19 @@ SmmuCmdq::SmmuCmdq(CmdqVariant v, devices::Smmu& smmu, fabric::MemoryMap& mem, c
   if (smmu.queue_entries() < 64)
     throw std::invalid_argument("arm_smmu_cmdq: the valid map needs a queue of at least 64 entries (BITS_PER_LONG)");
   const int node = smmu.params().node;
+  // struct arm_smmu_cmdq { q; valid_map; owner_prod; lock; slock; }: the
+  // spinlock after the 4-byte lock, or on a line of its own.
+  const bool slock_with_owner_prod =
+      v == CmdqVariant::spinlock_fallback && slock_line == CmdqSpinlockLine::with_owner_prod;
   llq_ = mem.alloc(node, 64, 64, "arm_smmu_cmdq.q.llq");
   owner_prod_ = mem.alloc(node, 64, 64,
-                          v == CmdqVariant::spinlock_fallback && slock_line == CmdqSpinlockLine::with_owner_prod
-                              ? "arm_smmu_cmdq.owner_prod+lock+slock"
-                              : "arm_smmu_cmdq.owner_prod+lock");
+                          slock_with_owner_prod ? "arm_smmu_cmdq.owner_prod+lock+slock" : "arm_smmu_cmdq.owner_prod+lock");
   lock_ = owner_prod_ + 4;
   const std::uint64_t map_bytes = std::max<std::uint64_t>(64, static_cast<std::uint64_t>(smmu.queue_entries()) / 8);
   valid_map_ = mem.alloc(node, map_bytes, 64, "arm_smmu_cmdq.valid_map");
   if (v == CmdqVariant::fetch_add) cons_ = mem.alloc(node, 64, 64, "arm_smmu_cmdq.cons");
   if (v == CmdqVariant::spinlock_fallback) {
-    // struct arm_smmu_cmdq { q; valid_map; owner_prod; lock; slock; }: after
-    // the 4-byte lock, or on a line of its own.
-    slock_ = slock_line == CmdqSpinlockLine::with_owner_prod ? owner_prod_ + 8
-                                                              : mem.alloc(node, 64, 64, "arm_smmu_cmdq.slock");
+    slock_ = slock_with_owner_prod ? owner_prod_ + 8 : mem.alloc(node, 64, 64, "arm_smmu_cmdq.slock");
     qnodes_.emplace(mem, topo);
   }
 }

@@ -49,7 +49,7 @@ class DmaMapBench : public scenario::Workload {
         "publish_barrier", Spec{.doc = "barrier between writing the commands and marking them valid: dma-wmb "
                                        "(dmb oshst, v5.9) or none (the SMMU may read a command before it is visible)",
                                 .def = "dma-wmb", .choices = {"dma-wmb", "none"}}));
-    slock_line_ = parse_spinlock_line(p.choice(
+    const CmdqSpinlockLine slock_line = parse_spinlock_line(p.choice(
         "slock_line", Spec{.doc = "spinlock-fallback: where the spinlock sits: owner-prod (a member appended to "
                                   "struct arm_smmu_cmdq, on the line of owner_prod and lock) or own (a line of its own)",
                            .def = "owner-prod", .choices = {"owner-prod", "own"}}));
@@ -85,7 +85,7 @@ class DmaMapBench : public scenario::Workload {
       section.fail("socket", fmt::format("no such socket (the machine has {})", m.topology().sockets()));
     smmu_ = std::make_unique<devices::Smmu>(smmu_params_, m.fabric(), queue_entries_);
     cmdq_ = std::make_unique<SmmuCmdq>(parse_cmdq_variant(variant_name_), *smmu_, m.memory(), m.topology(),
-                                       slock_line_);
+                                       slock_line);
     cmdq_->set_publish_barrier(publish_barrier_);
     cmdq_->set_sync_timeout(sync_timeout_);
     if (cmdq_->max_entries_per_call() < 2)
@@ -272,7 +272,6 @@ class DmaMapBench : public scenario::Workload {
   std::vector<int> cpus_;
   std::string variant_name_;
   CmdqPublishBarrier publish_barrier_ = CmdqPublishBarrier::dma_wmb;
-  CmdqSpinlockLine slock_line_ = CmdqSpinlockLine::with_owner_prod;
   Tick sync_timeout_ = kCmdSyncTimeoutDefault;
   Tick duration_ = 0, warmup_ = 0, start_jitter_ = 0;
   int queue_entries_ = 0;
