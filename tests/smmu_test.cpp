@@ -187,7 +187,7 @@ TEST_CASE("An uncontended call's shared-memory footprint follows the algorithm s
   // spinlock-fallback's spinlock is a member of struct arm_smmu_cmdq after
   // lock: the line of owner_prod and lock is named for all three.
   const std::string owner_line =
-      std::string(name) == "spinlock-fallback" ? "arm_smmu_cmdq.owner_prod+lock+slock" : "arm_smmu_cmdq.owner_prod+lock";
+      std::string(name) == "spinlock-fallback" ? "arm_smmu_cmdq.valid_map_ptr+owner_prod+lock+slock" : "arm_smmu_cmdq.valid_map_ptr+owner_prod+lock";
   std::set<std::string> expected = {"arm_smmu_cmdq.q.llq", owner_line, "arm_smmu_cmdq.valid_map", "smmu0.cmdq.base"};
   if (std::string(name) == "fetch-add") expected.insert("arm_smmu_cmdq.cons");
   for (int cpu : {0, 24}) {
@@ -197,6 +197,11 @@ TEST_CASE("An uncontended call's shared-memory footprint follows the algorithm s
     // Two dwords per command, owner_prod (store-release), cons (last holder).
     CHECK(r.m.cpu(cpu).stats().stores == 6);
     CHECK(r.cmdq.stats(cpu).owner_batches == 1);
+    // The llq word (READ_ONCE), the valid_map pointer before each of the two
+    // valid-map passes, owner_prod (previous owner), the gathered word, the
+    // CMD_SYNC entry three times (value, LDXR before WFE, after the MSI),
+    // the lock (tryunlock's atomic_read). fetch-add reads cons instead of llq.
+    CHECK(r.m.cpu(cpu).stats().loads == 9);
     CHECK(symbols_touched(r, cpu) == expected);
   }
   CHECK(r.smmu.stats().prod_writes == 2);

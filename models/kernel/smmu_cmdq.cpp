@@ -52,18 +52,23 @@ SmmuCmdq::SmmuCmdq(CmdqVariant v, devices::Smmu& smmu, fabric::MemoryMap& mem, c
     throw std::invalid_argument("arm_smmu_cmdq: the valid map needs a queue of at least 64 entries (BITS_PER_LONG)");
   const int node = smmu.params().node;
   // struct arm_smmu_cmdq { q; valid_map; owner_prod; lock; slock; }: the
-  // spinlock after the 4-byte lock, or on a line of its own.
+  // valid_map pointer, owner_prod and lock follow q on one line (q ends
+  // with the read-only prod_reg/cons_reg pointers, which the model does not
+  // load: their line is never written, so it stays shared in every cache);
+  // the spinlock after the 4-byte lock, or on a line of its own.
   const bool slock_with_owner_prod =
       v == CmdqVariant::spinlock_fallback && slock_line == CmdqSpinlockLine::with_owner_prod;
   llq_ = mem.alloc(node, 64, 64, "arm_smmu_cmdq.q.llq");
-  owner_prod_ = mem.alloc(node, 64, 64,
-                          slock_with_owner_prod ? "arm_smmu_cmdq.owner_prod+lock+slock" : "arm_smmu_cmdq.owner_prod+lock");
+  valid_map_ptr_ = mem.alloc(node, 64, 64,
+                             slock_with_owner_prod ? "arm_smmu_cmdq.valid_map_ptr+owner_prod+lock+slock"
+                                                   : "arm_smmu_cmdq.valid_map_ptr+owner_prod+lock");
+  owner_prod_ = valid_map_ptr_ + 8;
   lock_ = owner_prod_ + 4;
   const std::uint64_t map_bytes = std::max<std::uint64_t>(64, static_cast<std::uint64_t>(smmu.queue_entries()) / 8);
   valid_map_ = mem.alloc(node, map_bytes, 64, "arm_smmu_cmdq.valid_map");
   if (v == CmdqVariant::fetch_add) cons_ = mem.alloc(node, 64, 64, "arm_smmu_cmdq.cons");
   if (v == CmdqVariant::spinlock_fallback) {
-    slock_ = slock_with_owner_prod ? owner_prod_ + 8 : mem.alloc(node, 64, 64, "arm_smmu_cmdq.slock");
+    slock_ = slock_with_owner_prod ? lock_ + 4 : mem.alloc(node, 64, 64, "arm_smmu_cmdq.slock");
     qnodes_.emplace(mem, topo);
   }
 }
@@ -203,6 +208,11 @@ Task<void> SmmuCmdq::poll_set_valid_map(cpu::Cpu& c, std::uint32_t sprod, std::u
     cpu::LoadFuture first;  ///< the wait's first read, issued with the others'
   };
   std::vector<Span> spans;
+  // cmdq->valid_map: the array's address is a field of struct arm_smmu_cmdq,
+  // loaded (at least once per call; the compiler may hoist it out of the
+  // loop) before the first word can be addressed. It shares its line with
+  // owner_prod and lock, which the owners and CMD_SYNC callers write.
+  if (sprod != eprod) (void)co_await c.load(valid_map_ptr_, 8);
   for (std::uint32_t p = sprod; p != eprod;) {
     const std::uint32_t swidx = q_idx(p) / kWord, sbidx = q_idx(p) % kWord;
     std::uint32_t limit = kWord;

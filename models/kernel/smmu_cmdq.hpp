@@ -181,11 +181,12 @@ class SmmuCmdq {
   int shift_;
   int cpu_count_;
   Addr llq_;         ///< L: {u32 prod, u32 cons} (fetch-add: {u32 prod, u16 count, u16 sync_count})
+  Addr valid_map_ptr_;  ///< the `valid_map` pointer field, first on the line of owner_prod and lock
   Addr owner_prod_;  ///< OP (atomic_t), sharing its line with the lock
   Addr lock_;        ///< LK (atomic_t): > 0 shared holders, INT_MIN exclusive
   Addr valid_map_;   ///< VM: one bit per entry, polarity flips on every wrap
   Addr cons_ = 0;    ///< fetch-add: the driver's copy of cons on its own line
-  Addr slock_ = 0;   ///< spinlock-fallback: the queued spinlock word (owner_prod + 8, or its own line)
+  Addr slock_ = 0;   ///< spinlock-fallback: the queued spinlock word (after lock, or its own line)
   std::optional<kernel::Qnodes> qnodes_;  ///< spinlock-fallback: the per-CPU qspinlock nodes
   std::vector<CmdqCpuStats> stats_;
   bool recording_ = false;
