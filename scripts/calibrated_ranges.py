@@ -13,7 +13,8 @@ calibration rows (with the model's expected predictions of them,
 data/validate-expected.json) whose SHA-256 it records; after a change of
 either (a model change shows as `cohsim validate --write-expected`) run this
 again. The file is written anew: ranges still valid are reused, the others
-searched again. Scenarios on one platform share the searches.
+searched again. Scenarios on one platform share the searches. With --only the
+other scenarios' ranges are kept as they were.
 Takes minutes (the search runs calibration rows at full length).
 """
 
@@ -57,6 +58,9 @@ def main(argv=None):
         old.write_bytes(OUT.read_bytes())
     doc = {"about": ABOUT, "calibrated_ranges": {"method": "", "ranges": []}}
     stored = doc["calibrated_ranges"]
+    # --only: the other scenarios' ranges stay as they were (those of a parameter searched again are replaced).
+    kept = json.loads(old.read_text(encoding="utf-8"))["calibrated_ranges"]["ranges"] \
+        if args.only and old.exists() else []
     for n, scenario in enumerate(scenarios, 1):
         spec = json.loads(scenario.read_text(encoding="utf-8"))
         if "screen" not in spec or len(spec.get("variants", {})) < 2:
@@ -89,11 +93,16 @@ def main(argv=None):
             if key(r) in have:
                 continue
             stored["ranges"].append(r)
-        stored["ranges"].sort(key=lambda r: (r["platform"], r["param"]))
-        cr.atomic_write_text(OUT, json.dumps(doc, indent=1) + "\n")
+        searched = {(r["platform"], r["param"]) for r in stored["ranges"]}
+        out_doc = {"about": ABOUT, "calibrated_ranges": {
+            "method": stored["method"],
+            "ranges": sorted(stored["ranges"] + [r for r in kept if (r.get("platform"), r.get("param")) not in searched],
+                             key=lambda r: (r["platform"], r["param"]))}}
+        cr.atomic_write_text(OUT, json.dumps(out_doc, indent=1) + "\n")
     if old.exists():
         old.unlink()
-    sys.stderr.write("wrote %s: %d ranges\n" % (OUT, len(stored["ranges"])))
+    total = len(json.loads(OUT.read_text(encoding="utf-8"))["calibrated_ranges"]["ranges"]) if OUT.exists() else 0
+    sys.stderr.write("wrote %s: %d ranges (%d searched or reused in this run)\n" % (OUT, total, len(stored["ranges"])))
     return 0
 
 
