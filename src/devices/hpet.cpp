@@ -21,12 +21,13 @@ HpetParams::HpetParams(config::Reader r) {
                                              .min = 1, .max = 1e8});
   // Files written before occupancy was separate keep their old meaning (the read held its slot for its access time).
   occupancy = r.has("occupancy")
-                  ? r.time("occupancy", Spec{.doc = "time one read holds a port of the counter: the next read on that port "
-                                                    "starts no earlier",
+                  ? r.time("occupancy", Spec{.doc = "the counter's rate, one read per occupancy at most: serial, a read holds "
+                                                    "the port this long; pipelined, each of the ports this long times "
+                                                    "outstanding_reads",
                                              .min = 1, .max = 1e8})
                   : service_time;
   serial = r.choice("read_overlap", Spec{.doc = "serial: one port, reads of the counter serialize at the occupancy; "
-                                                "pipelined: outstanding_reads ports",
+                                                "pipelined: outstanding_reads ports at the same rate",
                                          .def = "pipelined", .choices = {"serial", "pipelined"}}) == "serial";
   outstanding_reads = static_cast<int>(r.integer(
       "outstanding_reads", Spec{.doc = "ports when read_overlap is pipelined (reads served at once)", .def = 1, .min = 1, .max = 64}));
@@ -119,16 +120,17 @@ Task<std::uint64_t> Hpet::read(int requester, std::uint32_t offset, int size) {
   ++stats_.reads;
   stats_.max_queue = std::max(stats_.max_queue, ++at_device_);
   // FIFO: the read takes the port that frees first (reads arrive in time order)
-  // and holds it for the occupancy; its value leaves after the access latency.
+  // and holds it (ports x occupancy); its value leaves after the access latency.
   auto slot = std::min_element(slot_free_.begin(), slot_free_.end());
   const Tick start = std::max(sim_.now(), *slot);
   stats_.queue_wait += start - sim_.now();
-  *slot = start + p_.occupancy;
-  stats_.busy += p_.occupancy;
+  const Tick hold = p_.hold();
+  *slot = start + hold;
+  stats_.busy += hold;
   const std::uint64_t value = register_value(offset, size, start);
-  co_await sim_.delay(start + std::min(p_.occupancy, p_.service_time) - sim_.now());
+  co_await sim_.delay(start + std::min(hold, p_.service_time) - sim_.now());
   --at_device_;  // the port is free (or the value left first)
-  if (p_.service_time > p_.occupancy) co_await sim_.delay(p_.service_time - p_.occupancy);
+  if (p_.service_time > hold) co_await sim_.delay(p_.service_time - hold);
   // The completion crosses the chipset link, then the interconnect back.
   co_await sim_.delay(p_.chipset_latency);
   const Tick back = icn_.send(endpoint_, requester, sim_.now());

@@ -5,11 +5,13 @@
 // a read travels from the CPU over the interconnect to socket 0's gateway,
 // crosses the chipset link (DMI) to the PCH, waits in a FIFO while the port
 // is held by earlier reads, latches the counter when its own service starts,
-// holds the port for `occupancy`, and its value leaves the block
-// `service_time` (the access latency) after the start and travels back. With
-// read_overlap = serial there is one port (reads of the counter serialize at
-// the occupancy); with pipelined, `outstanding_reads` reads hold a port at
-// once. An uncached x86 load stalls the CPU for the whole round trip.
+// holds a port, and its value leaves the block `service_time` (the access
+// latency) after the start and travels back. `occupancy` is the counter's
+// rate, one read per occupancy at most, whatever its form: with
+// read_overlap = serial there is one port, held for the occupancy (reads of
+// the counter serialize); with pipelined, `outstanding_reads` reads hold a
+// port at once, each for outstanding_reads x occupancy (the same rate, in
+// bursts). An uncached x86 load stalls the CPU for the whole round trip.
 // Register map: IA-PC HPET specification 1.0a, 2.3.
 #pragma once
 
@@ -38,11 +40,13 @@ struct HpetParams {
   double counter_hz = 14318180;    ///< main counter frequency
   Tick chipset_latency = 0;        ///< one way, socket gateway to the HPET block in the PCH (DMI)
   Tick service_time = 0;           ///< access latency: from a read's service start to its value leaving the block
-  Tick occupancy = 0;              ///< how long one read holds a port of the counter (the next read waits for it)
+  Tick occupancy = 0;              ///< the counter's rate: one read per occupancy at most (serial: a read holds the port this long)
   bool serial = false;             ///< read_overlap: serial (one port) or pipelined (outstanding_reads ports)
   int outstanding_reads = 1;       ///< ports when pipelined (reads the device serves at once)
   /// Ports reads queue for: 1 when serial.
   int ports() const { return serial ? 1 : outstanding_reads; }
+  /// How long one read holds its port: ports x occupancy, so that any form serves one read per occupancy.
+  Tick hold() const { return occupancy * ports(); }
   int timers = 8;                  ///< comparators (NUM_TIM_CAP + 1)
   std::uint32_t vendor_id = 0x8086;
   /// Reads platform.hpet; throws ConfigError.
