@@ -41,6 +41,17 @@ def key(r):
             r.get("platform_sha256"), r.get("calibration_sha256"))
 
 
+def still_calibrated(r):
+    """False when the range's parameter is in its platform file with a source that is not "calibration:"."""
+    try:
+        node = json.loads((cr.REPO_ROOT / r["platform"]).read_text(encoding="utf-8"))
+        for part in r["param"].split(".")[1:]:  # "platform.smmu.map_cpu_work"
+            node = node[part]
+    except (OSError, KeyError, TypeError, ValueError):
+        return True  # not found as written (e.g. an included file): keep it
+    return not isinstance(node, dict) or str(node.get("source", "calibration:")).startswith("calibration:")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -58,9 +69,10 @@ def main(argv=None):
         old.write_bytes(OUT.read_bytes())
     doc = {"about": ABOUT, "calibrated_ranges": {"method": "", "ranges": []}}
     stored = doc["calibrated_ranges"]
-    # --only: the other scenarios' ranges stay as they were (those of a parameter searched again are replaced).
-    kept = json.loads(old.read_text(encoding="utf-8"))["calibrated_ranges"]["ranges"] \
-        if args.only and old.exists() else []
+    # --only: the other scenarios' ranges stay as they were (those of a parameter searched again are replaced,
+    # those of a parameter no longer calibrated dropped).
+    kept = [r for r in json.loads(old.read_text(encoding="utf-8"))["calibrated_ranges"]["ranges"]
+            if still_calibrated(r)] if args.only and old.exists() else []
     for n, scenario in enumerate(scenarios, 1):
         spec = json.loads(scenario.read_text(encoding="utf-8"))
         if "screen" not in spec or len(spec.get("variants", {})) < 2:
