@@ -10,17 +10,9 @@ bin=${1:-build/release}/cohsim
 [[ -x $bin ]] || { echo "budget_figures: $bin: not built (cmake --build --preset release)" >&2; exit 2; }
 budget=60
 over=0
-times() {  # "WALL USER" seconds of a command (its output discarded); a failed command ends the script
-  local f status=0; f=$(mktemp)
-  /usr/bin/time -o "$f" -f "%e %U" "$@" >/dev/null 2>&1 || status=$?
-  if (( status != 0 )); then
-    echo "budget_figures: failed (exit $status): $*" >&2
-    rm -f "$f"
-    return 1
-  fi
-  tail -1 "$f"
-  rm -f "$f"
-}
+# shellcheck source=bench/timed.sh
+source bench/timed.sh
+times() { run_timed "%e %U" "$@"; }  # "WALL USER" seconds of a command; a failed command ends the script
 report() {  # LABEL WALL USER SECONDS-THAT-COUNT
   local verdict=ok
   if awk "BEGIN{exit !($4 > $budget)}"; then verdict=OVER; over=1; fi

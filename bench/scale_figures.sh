@@ -7,17 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-build/release}/cohsim
 [[ -x $bin ]] || { echo "scale_figures: $bin: not built (cmake --build --preset release)" >&2; exit 2; }
-user_s() {  # user CPU seconds of a command (its output discarded); a failed command ends the script
-  local f status=0; f=$(mktemp)
-  /usr/bin/time -o "$f" -f "%U" "$@" >/dev/null 2>&1 || status=$?
-  if (( status != 0 )); then
-    echo "scale_figures: failed (exit $status): $*" >&2
-    rm -f "$f"
-    return 1
-  fi
-  tail -1 "$f"
-  rm -f "$f"
-}
+# shellcheck source=bench/timed.sh
+source bench/timed.sh
+user_s() { run_timed "%U" "$@"; }  # user CPU seconds of a command; a failed command ends the script
 best() {  # best of 3
   local b=""
   for _ in 1 2 3; do
