@@ -112,6 +112,20 @@ TEST_CASE("pipelined (the alternative), the HPET serves a read per port at once 
   CHECK(dev.stats().queue_wait > 0);
 }
 
+TEST_CASE("An hpet section without occupancy keeps its old meaning: each read holds its port for its access time",
+          "[hpet][config]") {
+  scenario::PlatformDoc doc = scenario::load_platform(std::string(COHSIM_SOURCE_DIR) + "/configs/platforms/haswell-ex.json");
+  auto& hpet = doc.doc["hpet"];
+  hpet.erase("occupancy");
+  hpet["read_overlap"] = "pipelined";
+  hpet["outstanding_reads"] = 4;
+  config::Registry reg;
+  config::Reader root(&doc.doc, doc.file, "platform", &reg, /*sourced=*/false);
+  const devices::HpetParams p(root.section("hpet", "HPET"));
+  CHECK(p.hold() == p.service_time);
+  CHECK(p.occupancy * 4 == p.service_time);
+}
+
 TEST_CASE("HPET counter values are monotonic and match simulated time", "[hpet]") {
   Bench b("haswell-ex.json");
   std::vector<std::uint32_t> values;

@@ -19,18 +19,19 @@ HpetParams::HpetParams(config::Reader r) {
   service_time = r.time("service_time", Spec{.doc = "access latency of a read in the HPET block: from its service start "
                                                     "(the counter latched) to its value leaving the block",
                                              .min = 1, .max = 1e8});
-  // Files written before occupancy was separate keep their old meaning (the read held its slot for its access time).
-  occupancy = r.has("occupancy")
-                  ? r.time("occupancy", Spec{.doc = "the counter's rate, one read per occupancy at most: serial, a read holds "
-                                                    "the port this long; pipelined, each of the ports this long times "
-                                                    "outstanding_reads",
-                                             .min = 1, .max = 1e8})
-                  : service_time;
+  const bool has_occupancy = r.has("occupancy");
+  if (has_occupancy)
+    occupancy = r.time("occupancy", Spec{.doc = "the counter's rate, one read per occupancy at most: serial, a read holds "
+                                                "the port this long; pipelined, each of the ports this long times "
+                                                "outstanding_reads",
+                                         .min = 1, .max = 1e8});
   serial = r.choice("read_overlap", Spec{.doc = "serial: one port, reads of the counter serialize at the occupancy; "
                                                 "pipelined: outstanding_reads ports at the same rate",
                                          .def = "pipelined", .choices = {"serial", "pipelined"}}) == "serial";
   outstanding_reads = static_cast<int>(r.integer(
       "outstanding_reads", Spec{.doc = "ports when read_overlap is pipelined (reads served at once)", .def = 1, .min = 1, .max = 64}));
+  // Files written before occupancy was separate keep their old meaning: each read held its port for its access time.
+  if (!has_occupancy) occupancy = std::max<Tick>(1, service_time / ports());
   timers = static_cast<int>(r.integer("timers", Spec{.doc = "comparators of the block (NUM_TIM_CAP + 1)", .min = 3, .max = 32}));
   vendor_id = static_cast<std::uint32_t>(
       r.integer("vendor_id", Spec{.doc = "VENDOR_ID field of the capabilities register", .min = 0, .max = 0xffff}));
