@@ -41,10 +41,13 @@ def key(r):
             r.get("platform_sha256"), r.get("calibration_sha256"))
 
 
-def still_calibrated(r):
-    """False when the range's parameter is in its platform file with a source that is not "calibration:"."""
+def still_calibrated(r, platforms):
+    """False when the range's parameter is in its platform file with a source that is not "calibration:".
+    `platforms` caches the parsed platform files by path."""
     try:
-        node = json.loads((cr.REPO_ROOT / r["platform"]).read_text(encoding="utf-8"))
+        if r["platform"] not in platforms:
+            platforms[r["platform"]] = json.loads((cr.REPO_ROOT / r["platform"]).read_text(encoding="utf-8"))
+        node = platforms[r["platform"]]
         for part in r["param"].split(".")[1:]:  # "platform.smmu.map_cpu_work"
             node = node[part]
     except (OSError, KeyError, TypeError, ValueError):
@@ -67,12 +70,13 @@ def main(argv=None):
     old = OUT.with_suffix(".previous.json")
     if OUT.exists():
         old.write_bytes(OUT.read_bytes())
-    doc = {"about": ABOUT, "calibrated_ranges": {"method": "", "ranges": []}}
-    stored = doc["calibrated_ranges"]
+    earlier = json.loads(old.read_text(encoding="utf-8"))["calibrated_ranges"]["ranges"] if old.exists() else []
+    stored = {"method": "", "ranges": []}
     # --only: the other scenarios' ranges stay as they were (those of a parameter searched again are replaced,
     # those of a parameter no longer calibrated dropped).
-    kept = [r for r in json.loads(old.read_text(encoding="utf-8"))["calibrated_ranges"]["ranges"]
-            if still_calibrated(r)] if args.only and old.exists() else []
+    platforms = {}
+    kept = [r for r in earlier if still_calibrated(r, platforms)] if args.only else []
+    written = 0
     for n, scenario in enumerate(scenarios, 1):
         spec = json.loads(scenario.read_text(encoding="utf-8"))
         if "screen" not in spec or len(spec.get("variants", {})) < 2:
@@ -85,8 +89,6 @@ def main(argv=None):
                    "--json", str(out), "-q"]
             # reusable: the old file's ranges and those found so far in this run
             reuse = Path(tmp) / "reuse.json"
-            earlier = json.loads(old.read_text(encoding="utf-8"))["calibrated_ranges"]["ranges"] \
-                if old.exists() else []
             reuse.write_text(json.dumps({"calibrated_ranges": {"ranges": earlier + stored["ranges"]}}))
             cmd += ["--ranges", str(reuse)]
             sys.stderr.write("[%d/%d] %s\n" % (n, len(scenarios), scenario.name))
@@ -111,10 +113,10 @@ def main(argv=None):
             "ranges": sorted(stored["ranges"] + [r for r in kept if (r.get("platform"), r.get("param")) not in searched],
                              key=lambda r: (r["platform"], r["param"]))}}
         cr.atomic_write_text(OUT, json.dumps(out_doc, indent=1) + "\n")
+        written = len(out_doc["calibrated_ranges"]["ranges"])
     if old.exists():
         old.unlink()
-    total = len(json.loads(OUT.read_text(encoding="utf-8"))["calibrated_ranges"]["ranges"]) if OUT.exists() else 0
-    sys.stderr.write("wrote %s: %d ranges (%d searched or reused in this run)\n" % (OUT, total, len(stored["ranges"])))
+    sys.stderr.write("wrote %s: %d ranges (%d searched or reused in this run)\n" % (OUT, written, len(stored["ranges"])))
     return 0
 
 

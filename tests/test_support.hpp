@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 #include <functional>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <sys/wait.h>
@@ -62,24 +61,27 @@ inline json platform_json(const std::string& name = "kunpeng920") {
   return doc;
 }
 
+/// Dotted `path` ("caches.llc.latency") as a JSON pointer ("/caches/llc/latency").
+inline json::json_pointer dotted_pointer(const std::string& path) {
+  std::string pointer = "/";
+  for (const char ch : path) {
+    if (ch == '.') pointer += '/';
+    else if (ch == '~') pointer += "~0";
+    else if (ch == '/') pointer += "~1";
+    else pointer += ch;
+  }
+  return json::json_pointer(pointer);
+}
+
 /// Sets the value at dotted `path`, keeping a {value, source} leaf's form.
 inline void set_value(json& doc, const std::string& path, const json& v) {
-  json* node = &doc;
-  std::stringstream ss(path);
-  std::string part;
-  while (std::getline(ss, part, '.')) node = &(*node)[part];
-  if (node->is_object() && node->contains("value")) (*node)["value"] = v;
-  else *node = v;
+  json& node = doc[dotted_pointer(path)];
+  if (node.is_object() && node.contains("value")) node["value"] = v;
+  else node = v;
 }
 
 /// The value at dotted `path` (a {value, source} leaf whole); throws if absent.
-inline const json& value_at(const json& doc, const std::string& path) {
-  const json* node = &doc;
-  std::stringstream ss(path);
-  std::string part;
-  while (std::getline(ss, part, '.')) node = &node->at(part);
-  return *node;
-}
+inline const json& value_at(const json& doc, const std::string& path) { return doc.at(dotted_pointer(path)); }
 
 /// A coherence.atomics section placing every class of atomic at `place` (near, llc, home).
 inline json all_atomics(const std::string& place) {
