@@ -230,14 +230,15 @@ TEST_CASE("sensitivity varies workload estimates and when screening runs the fiv
     }
   CHECK(call_path_moves);
   // a value with no effect in this configuration is listed with its reason, not run
-  // (this copy's LLC is memory-side, so its remote_home_lines has no effect either; nor the L3's pipelined atomic
-  // occupancy, read only with caches.llc.atomic_unit pipelined)
+  // (this copy's LLC is memory-side, so its remote_home_lines and merge_reads have no effect either; nor the L3's
+  // pipelined atomic occupancy, read only with caches.llc.atomic_unit pipelined)
   std::set<std::string> not_varied;
   for (const auto& n : doc["not_varied"]) not_varied.insert(n["param"].get<std::string>());
   // (nor the SMMU's numbers: no model of the IPI benchmark uses the SMMU)
   std::erase_if(not_varied, [](const std::string& p) { return p.rfind("platform.smmu.", 0) == 0; });
   CHECK(not_varied == std::set<std::string>{"platform.coherence.directory.unit_lookup",
                                             "platform.caches.llc.remote_home_lines",
+                                            "platform.caches.llc.merge_reads",
                                             "platform.caches.llc.atomic_occupancy"});
   CHECK_THAT(r.output, Catch::Contains("not varied, no effect here: platform.smmu.tlbi_time (no model of the "
                                        "ipi-bench workload uses the platform's smmu section)"));

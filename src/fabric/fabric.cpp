@@ -39,7 +39,16 @@ FabricParams::FabricParams(config::Reader caches, config::Reader coherence, conf
                       "L3 when the die holds it (die), or always through its home agent's directory (home)",
                .def = "die", .choices = {"die", "home"}}) == "home" &&
       llc_per_die;
+  llc_merge_reads =
+      llc_section.choice(
+          "merge_reads",
+          Spec{.doc = "per-die LLC: a read the die cannot serve while the die's own read of the line is on its way "
+                      "to the home waits for that read, then the die serves it (yes: one miss entry per line in the "
+                      "L3), or goes on to the home by itself (no)",
+               .def = "no", .choices = {"yes", "no"}}) == "yes" &&
+      llc_per_die;
   if (!llc_per_die) llc_section.unused("remote_home_lines", "the LLC is memory-side (placement home): no die's L3 serves");
+  if (!llc_per_die) llc_section.unused("merge_reads", "the LLC is memory-side (placement home): no die's L3 serves");
   llc_tag_latency = llc_section.time(
       "tag_latency", Spec{.doc = "per-die LLC: tag look-up deciding hit or miss, paid by every private miss on the "
                                  "way to the home",

@@ -139,17 +139,30 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
       co_await sim_.delay(p_.llc_tag_latency);
     }
     HomeLine& h = home_line(line);
+    // A read while the die's own read of the line is on its way to the home
+    // waits for it (the L3 keeps one miss entry per line) and looks again.
+    if (p_.llc_merge_reads && t.event == DirEvent::GetS)
+      while (!die_can_serve(h, line, die, agent, t.event)) {
+        auto pending = die_reads_.find({die, line});
+        if (pending == die_reads_.end()) break;
+        co_await pending->second->done.wait(sim_, "the die's read of this line on its way", line);
+      }
     if (die_can_serve(h, line, die, agent, t.event)) {
+      const std::uint64_t before = stats_of(h, line).requests;
       co_await home_acquire(h, line, l3, t.event == DirEvent::GetS, /*count_wait=*/true);
       if (die_can_serve(h, line, die, agent, t.event)) {
         t.dir_ep = l3;
+        t.die_lookup_again = stats_of(h, line).requests != before;  // another request went first
         served = &h;
       } else {
         home_release(line);  // the die lost what it needed while the request waited
       }
     }
   }
+  bool die_read = false;  // this read is its die's miss entry for the line
   if (served == nullptr) {
+    if (p_.llc_merge_reads && t.event == DirEvent::GetS)
+      die_read = die_reads_.try_emplace({agent_die(agent), line}, std::make_unique<DieRead>()).second;
     // On to the home agent (from the die's L3 after its miss, with a per-die LLC).
     t.dir_ep = home_endpoint_of(line);
     const int from = p_.llc_per_die ? icn_.llc_endpoint(agent_die(agent)) : ep;
@@ -170,6 +183,10 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
   cache_event(agent, line, t.response, &t);
   // Exclusive (E or M, a GetS answered exclusive too): other dies' copies are gone.
   if (p_.llc_per_die) llc_filled(agent, line, t.response == CacheEvent::DataExcl);
+  if (die_read) {
+    auto entry = die_reads_.extract({agent_die(agent), line});
+    entry.mapped()->done.notify_all(sim_);
+  }
   if (!is_llc_agent(agent)) {
     // Install in the tag arrays; a capacity victim is evicted.
     PrivateCache& c = cache(agent);
@@ -314,7 +331,9 @@ void Fabric::run_directory(Txn& t, HomeLine& h) {
   if (t.core >= 0) ls.touched.set(static_cast<std::size_t>(t.core));
   else ++ls.device_accesses;
 
-  const Tick t0 = sim_.now() + (in_die ? 0 : p_.directory_latency);  // the L3 looked its tags up on arrival
+  // The L3 looked its tags up on arrival, and again when the request waited
+  // for another one (a retried request passes the tag pipeline once more).
+  const Tick t0 = sim_.now() + (!in_die ? p_.directory_latency : t.die_lookup_again ? p_.llc_tag_latency : 0);
   Tick complete = t0 + 1;
   Tick home_ready = t0;
   Tick data_ready = t0;

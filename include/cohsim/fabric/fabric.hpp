@@ -14,6 +14,7 @@
 #include <functional>
 #include <deque>
 #include <memory>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -80,6 +81,10 @@ struct FabricParams {
   /// Per-die LLC: a line homed on another die is served through its home agent only (else the die's L3
   /// forwards it between its cores when the die holds it).
   bool remote_home_via_home = false;
+  /// Per-die LLC: a read the die cannot serve while the die's own read of the
+  /// line is on its way to the home waits for that read and is then served by
+  /// the die (one miss entry per line in the L3), instead of going on itself.
+  bool llc_merge_reads = false;
   Tick llc_tag_latency = 0;     ///< per-die LLC: tag look-up that decides hit or miss
   Tick llc_atomic_latency = 0;  ///< one atomic in the LLC: from its data read to its result (the ALU's latency)
   /// The LLC's atomic unit: serial (one atomic per line at a time, each
@@ -326,6 +331,12 @@ class Fabric {
   std::vector<Monitor> monitors_;  ///< per CPU
   LineMap<std::unique_ptr<HomeLine>> homes_;
   std::vector<TagArray> llc_;  ///< LLC tags: per home node (memory-side) or per die
+  /// Per-die LLC with llc_merge_reads: the reads each die has on their way to
+  /// a home, by (die, line); later reads of the die wait for the signal.
+  struct DieRead {
+    sim::Signal done;
+  };
+  std::map<std::pair<int, Addr>, std::unique_ptr<DieRead>> die_reads_;
   std::unordered_map<Addr, LineStats> line_stats_;
   FabricStats stats_;
   bool checking_ = false;
