@@ -47,11 +47,13 @@ FabricParams::FabricParams(config::Reader caches, config::Reader coherence, conf
                       "L3), or goes on to the home by itself (no)",
                .def = "no", .choices = {"yes", "no"}}) == "yes" &&
       llc_per_die;
-  if (!llc_per_die) llc_section.unused("remote_home_lines", "the LLC is memory-side (placement home): no die's L3 serves");
-  if (!llc_per_die) llc_section.unused("merge_reads", "the LLC is memory-side (placement home): no die's L3 serves");
+  if (!llc_per_die)
+    for (const char* key : {"remote_home_lines", "merge_reads"})
+      llc_section.unused(key, "the LLC is memory-side (placement home): no die's L3 serves");
   llc_tag_latency = llc_section.time(
       "tag_latency", Spec{.doc = "per-die LLC: tag look-up deciding hit or miss, paid by every private miss on the "
-                                 "way to the home",
+                                 "way to the home, and again by a request the die serves after another request for "
+                                 "the line went first",
                           .def = "0", .max = 1e6});
   llc_atomic_latency = llc_section.time(
       "atomic_latency", Spec{.doc = "one atomic executed in the LLC: from its data-array read to its result (the ALU's "

@@ -130,6 +130,8 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
   ++stats_.transactions;
   if (!is_llc_agent(agent)) co_await sim_.delay(p_.l2.latency);  // the private miss is detected
   HomeLine* served = nullptr;  // the home line once the request holds it
+  bool merges = false;          // a read that keeps one miss per line with its die (merge_reads)
+  bool die_read = false;        // this read is that miss
   if (p_.llc_per_die) {
     // The die's L3 first; it serves the request when the die alone can.
     const int die = agent_die(agent);
@@ -139,13 +141,17 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
       co_await sim_.delay(p_.llc_tag_latency);
     }
     HomeLine& h = home_line(line);
-    // A read while the die's own read of the line is on its way to the home
-    // waits for it (the L3 keeps one miss entry per line) and looks again.
-    if (p_.llc_merge_reads && t.event == DirEvent::GetS)
+    // A read the die cannot serve while the die's own read of the line is on
+    // its way to the home waits for it (the L3 keeps one miss per line) and
+    // looks again; a die that never serves the line (homed on another die,
+    // remote_home_lines home) keeps no miss for it.
+    merges = p_.llc_merge_reads && t.event == DirEvent::GetS &&
+             !(p_.remote_home_via_home && topo_.die_of_node(mem_.home_node(line)) != die);
+    if (merges)
       while (!die_can_serve(h, line, die, agent, t.event)) {
         auto pending = die_reads_.find({die, line});
         if (pending == die_reads_.end()) break;
-        co_await pending->second->done.wait(sim_, "the die's read of this line on its way", line);
+        co_await pending->second.wait(sim_, "the die's read of this line on its way", line);
       }
     if (die_can_serve(h, line, die, agent, t.event)) {
       const std::uint64_t before = stats_of(h, line).requests;
@@ -159,10 +165,10 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
       }
     }
   }
-  bool die_read = false;  // this read is its die's miss entry for the line
   if (served == nullptr) {
-    if (p_.llc_merge_reads && t.event == DirEvent::GetS)
-      die_read = die_reads_.try_emplace({agent_die(agent), line}, std::make_unique<DieRead>()).second;
+    // (A read that lost the line while it waited for its turn goes on by
+    // itself when its die's read is already on its way.)
+    if (merges) die_read = die_reads_.try_emplace({agent_die(agent), line}).second;
     // On to the home agent (from the die's L3 after its miss, with a per-die LLC).
     t.dir_ep = home_endpoint_of(line);
     const int from = p_.llc_per_die ? icn_.llc_endpoint(agent_die(agent)) : ep;
@@ -183,10 +189,7 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
   cache_event(agent, line, t.response, &t);
   // Exclusive (E or M, a GetS answered exclusive too): other dies' copies are gone.
   if (p_.llc_per_die) llc_filled(agent, line, t.response == CacheEvent::DataExcl);
-  if (die_read) {
-    auto entry = die_reads_.extract({agent_die(agent), line});
-    entry.mapped()->done.notify_all(sim_);
-  }
+  if (die_read) die_reads_.extract({agent_die(agent), line}).mapped().notify_all(sim_);
   if (!is_llc_agent(agent)) {
     // Install in the tag arrays; a capacity victim is evicted.
     PrivateCache& c = cache(agent);

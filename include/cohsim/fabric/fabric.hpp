@@ -333,10 +333,7 @@ class Fabric {
   std::vector<TagArray> llc_;  ///< LLC tags: per home node (memory-side) or per die
   /// Per-die LLC with llc_merge_reads: the reads each die has on their way to
   /// a home, by (die, line); later reads of the die wait for the signal.
-  struct DieRead {
-    sim::Signal done;
-  };
-  std::map<std::pair<int, Addr>, std::unique_ptr<DieRead>> die_reads_;
+  std::map<std::pair<int, Addr>, sim::Signal> die_reads_;
   std::unordered_map<Addr, LineStats> line_stats_;
   FabricStats stats_;
   bool checking_ = false;
