@@ -142,8 +142,9 @@ struct Fabric::Txn {
   int core = -1;  ///< requesting core, -1 for a device
   int ep = 0;     ///< requester's endpoint
   int dir_ep = -1;  ///< where the directory step runs: the home's endpoint, or the requester die's L3
-  /// Served by its die's L3 after another request for the line went first:
-  /// the L3 looks its tags up again when it takes it (llc.tag_latency).
+  /// Served by its die's L3 after another request for the line reached the
+  /// directory while it waited: the L3 looks its tags up again when it takes
+  /// it (llc.tag_latency).
   bool die_lookup_again = false;
   DirEvent event = DirEvent::GetS;
   CacheEvent response = CacheEvent::Data;

@@ -334,8 +334,9 @@ void Fabric::run_directory(Txn& t, HomeLine& h) {
   if (t.core >= 0) ls.touched.set(static_cast<std::size_t>(t.core));
   else ++ls.device_accesses;
 
-  // The L3 looked its tags up on arrival, and again when the request waited
-  // for another one (a retried request passes the tag pipeline once more).
+  // The L3 looked its tags up on arrival, and again when another request for
+  // the line reached the directory while this one waited (a retried request
+  // passes the tag pipeline once more).
   const Tick t0 = sim_.now() + (!in_die ? p_.directory_latency : t.die_lookup_again ? p_.llc_tag_latency : 0);
   Tick complete = t0 + 1;
   Tick home_ready = t0;
