@@ -20,6 +20,12 @@ json haswell(const std::string& path = "", const json& value = nullptr) {
   return doc;
 }
 
+/// `cpu` stores `v` to `x` and drains its store buffer (the store is visible when it returns).
+Task<void> store_visible(Rig& r, int cpu, fabric::Addr x, std::uint64_t v) {
+  co_await r.cpu(cpu).store(x, 8, v);
+  co_await r.cpu(cpu).drain_store_buffer();
+}
+
 /// CPU 0 writes 1 to a line homed on node 0; at 1 us each CPU of `readers` reads it. With `writer` >= 0 that CPU
 /// writes 2 to it 20 ns after the reads start. The line's counters, the fabric's L3 hits, and when the last read
 /// completed (after 1 us); each read's value is checked (1, or 2 once the writer may have gone first).
@@ -32,10 +38,7 @@ Burst burst(const json& platform, const std::vector<int>& readers, int writer = 
   Rig r(platform);
   const fabric::Addr x = r.line(0, "x");
   Burst b;
-  spawn_at(r.sim, 0, [&]() -> Task<void> {
-    co_await r.cpu(0).store(x, 8, 1);
-    co_await r.cpu(0).drain_store_buffer();
-  });
+  spawn_at(r.sim, 0, [&r, x]() { return store_visible(r, 0, x, 1); });
   for (int cpu : readers)
     spawn_at(r.sim, sim::kUs, [&r, &b, x, cpu, writer]() -> Task<void> {
       const std::uint64_t v = co_await r.cpu(cpu).load(x);
@@ -43,17 +46,13 @@ Burst burst(const json& platform, const std::vector<int>& readers, int writer = 
       b.last_read = std::max(b.last_read, r.sim.now() - sim::kUs);
     });
   if (writer >= 0)
-    spawn_at(r.sim, sim::kUs + 20 * sim::kNs, [&r, x, writer]() -> Task<void> {
-      co_await r.cpu(writer).store(x, 8, 2);
-      co_await r.cpu(writer).drain_store_buffer();
-    });
+    spawn_at(r.sim, sim::kUs + 20 * sim::kNs, [&r, x, writer]() { return store_visible(r, writer, x, 2); });
   r.run();  // (the rig checks every transition, and every read against the coherence order)
   CHECK(r.fab->peek(x, 8) == (writer >= 0 ? 2U : 1U));
   b.line = r.fab->line_stats().at(x);
   b.llc_hits = r.fab->stats().llc_hits;
   return b;
 }
-
 
 }  // namespace
 
@@ -104,14 +103,10 @@ TEST_CASE("a request the die serves after another one for the line went first lo
     Rig r(haswell("caches.llc.tag_latency", tag));
     const fabric::Addr x = r.line(0, "x");
     std::vector<Tick> at;
-    spawn_at(r.sim, 0, [&]() -> Task<void> {
-      co_await r.cpu(0).store(x, 8, 1);
-      co_await r.cpu(0).drain_store_buffer();
-    });
+    spawn_at(r.sim, 0, [&r, x]() { return store_visible(r, 0, x, 1); });
     for (int cpu : {1, 2, 3})
       spawn_at(r.sim, sim::kUs, [&r, &at, x, cpu]() -> Task<void> {
-        co_await r.cpu(cpu).store(x, 8, 2);
-        co_await r.cpu(cpu).drain_store_buffer();
+        co_await store_visible(r, cpu, x, 2);
         at.push_back(r.sim.now());
       });
     r.run();

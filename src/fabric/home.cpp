@@ -130,11 +130,11 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
   ++stats_.transactions;
   if (!is_llc_agent(agent)) co_await sim_.delay(p_.l2.latency);  // the private miss is detected
   HomeLine* served = nullptr;  // the home line once the request holds it
+  const int die = agent_die(agent);
   bool merges = false;          // a read that keeps one miss per line with its die (merge_reads)
   bool die_read = false;        // this read is that miss
   if (p_.llc_per_die) {
     // The die's L3 first; it serves the request when the die alone can.
-    const int die = agent_die(agent);
     const int l3 = icn_.llc_endpoint(die);
     if (!is_llc_agent(agent)) {  // (an L3's own request: it looked up its tags when the atomic arrived)
       co_await sim_.delay(icn_.send(ep, l3, sim_.now()) - sim_.now());
@@ -147,13 +147,15 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
     // remote_home_lines home) keeps no miss for it.
     merges = p_.llc_merge_reads && t.event == DirEvent::GetS &&
              !(p_.remote_home_via_home && topo_.die_of_node(mem_.home_node(line)) != die);
+    bool can_serve = die_can_serve(h, line, die, agent, t.event);
     if (merges)
-      while (!die_can_serve(h, line, die, agent, t.event)) {
+      while (!can_serve) {
         auto pending = die_reads_.find({die, line});
         if (pending == die_reads_.end()) break;
         co_await pending->second.wait(sim_, "the die's read of this line on its way", line);
+        can_serve = die_can_serve(h, line, die, agent, t.event);
       }
-    if (die_can_serve(h, line, die, agent, t.event)) {
+    if (can_serve) {
       const std::uint64_t before = stats_of(h, line).requests;
       co_await home_acquire(h, line, l3, t.event == DirEvent::GetS, /*count_wait=*/true);
       if (die_can_serve(h, line, die, agent, t.event)) {
@@ -168,10 +170,10 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
   if (served == nullptr) {
     // (A read that lost the line while it waited for its turn goes on by
     // itself when its die's read is already on its way.)
-    if (merges) die_read = die_reads_.try_emplace({agent_die(agent), line}).second;
+    if (merges) die_read = die_reads_.try_emplace({die, line}).second;
     // On to the home agent (from the die's L3 after its miss, with a per-die LLC).
     t.dir_ep = home_endpoint_of(line);
-    const int from = p_.llc_per_die ? icn_.llc_endpoint(agent_die(agent)) : ep;
+    const int from = p_.llc_per_die ? icn_.llc_endpoint(die) : ep;
     co_await sim_.delay(icn_.send(from, t.dir_ep, sim_.now()) - sim_.now());
     served = &home_line(line);
     co_await home_acquire(*served, line, from, kind == DirEvent::GetS, /*count_wait=*/true);
@@ -189,7 +191,7 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
   cache_event(agent, line, t.response, &t);
   // Exclusive (E or M, a GetS answered exclusive too): other dies' copies are gone.
   if (p_.llc_per_die) llc_filled(agent, line, t.response == CacheEvent::DataExcl);
-  if (die_read) die_reads_.extract({agent_die(agent), line}).mapped().notify_all(sim_);
+  if (die_read) die_reads_.extract({die, line}).mapped().notify_all(sim_);
   if (!is_llc_agent(agent)) {
     // Install in the tag arrays; a capacity victim is evicted.
     PrivateCache& c = cache(agent);
