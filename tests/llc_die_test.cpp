@@ -134,3 +134,66 @@ TEST_CASE("a line homed on another socket moves between two cores of one socket 
   CHECK(remote == Approx(local).epsilon(0.01));
   CHECK(one_way("home", 0) > local + 50);
 }
+
+TEST_CASE("a line left in no core's cache is read again from the die's L3 until another socket takes it exclusive",
+          "[fabric][llc]") {
+  // Private caches of two lines, so a third line pushes x out of CPU 0's L2.
+  Rig r(with_tiny_caches(haswell()));
+  const fabric::Addr x = r.line(0, "x"), y = r.line(0, "y"), z = r.line(0, "z");
+  auto read = [&r](int cpu, fabric::Addr a) {
+    spawn_at(r.sim, r.sim.now(), [&r, cpu, a]() -> Task<void> { co_await r.cpu(cpu).load(a); });
+    r.run();
+  };
+  auto write = [&r](int cpu, fabric::Addr a, std::uint64_t v) {
+    spawn_at(r.sim, r.sim.now(), [&r, cpu, a, v]() { return store_visible(r, cpu, a, v); });
+    r.run();
+  };
+  auto evict_x = [&](int cpu) {
+    read(cpu, y);
+    read(cpu, z);
+    REQUIRE(r.fab->state_of(cpu, x) == fabric::CacheState::I);
+  };
+  write(0, x, 1);
+  evict_x(0);  // written back: no core holds x, socket 0's L3 still does
+  REQUIRE(r.fab->dir_state_of(x) == fabric::DirState::I);
+  auto hits = r.fab->stats().llc_hits;
+  auto dram = r.fab->stats().dram_reads;
+  read(0, x);
+  CHECK(r.fab->stats().llc_hits == hits + 1);
+  CHECK(r.fab->stats().dram_reads == dram);
+  evict_x(0);
+  write(18, x, 2);  // socket 1 takes it exclusive: socket 0's L3 copy is gone
+  evict_x(18);
+  hits = r.fab->stats().llc_hits;
+  dram = r.fab->stats().dram_reads;
+  read(0, x);
+  CHECK(r.fab->stats().llc_hits == hits);
+  CHECK(r.fab->stats().dram_reads == dram + 1);
+  CHECK(r.fab->peek(x, 8) == 2U);
+}
+
+TEST_CASE("a pointer chase never gets cheaper as its buffer grows, and one between the L2 and the L3 hits the L3",
+          "[fabric][llc]") {
+  struct Curve {
+    const char* platform;
+    const char* in_l2;
+    const char* in_l3;   // larger than the L2, inside the L3
+    const char* in_dram; // larger than the L3
+  };
+  for (const Curve& c : {Curve{"kunpeng920", "256KiB", "1MiB", "64MiB"}, Curve{"haswell-ex", "128KiB", "512KiB", "64MiB"},
+                         Curve{"skylake-sp-8s", "512KiB", "4MiB", "64MiB"}}) {
+    INFO(c.platform);
+    auto chase = [&c](const char* buffer) {
+      auto s = scenario::load_scenario(source_path("configs/scenarios/mem-latency-kunpeng920.json"), "",
+                                       {{"buffer", buffer}, {"loads", "2000"}},
+                                       source_path(std::string("configs/platforms/") + c.platform + ".json"));
+      scenario::Run run(s, 1);
+      return run.execute();
+    };
+    const auto l2 = chase(c.in_l2), l3 = chase(c.in_l3), dram = chase(c.in_dram);
+    CHECK(l2.get("load_ns") < l3.get("load_ns"));
+    CHECK(l3.get("load_ns") < dram.get("load_ns"));
+    CHECK(l3.get("llc_hits") == 2000);
+    CHECK(dram.get("dram_reads") == 2000);
+  }
+}

@@ -19,9 +19,18 @@ class MemLatency : public scenario::Workload {
     cpu_ = static_cast<int>(p.integer("cpu", Spec{.doc = "CPU that chases", .def = 0, .min = 0, .max = m.cpu_count() - 1.0}));
     node_ = static_cast<int>(p.integer("node", Spec{.doc = "node holding the buffer", .def = 0, .min = 0,
                                                     .max = m.topology().node_count() - 1.0}));
-    bytes_ = p.size("buffer", Spec{.doc = "buffer size (larger than the LLC)", .def = "64MiB", .min = 4096, .max = 1e10});
+    bytes_ = p.size("buffer", Spec{.doc = "buffer size", .def = "64MiB", .min = 4096, .max = 1e10});
     loads_ = static_cast<int>(p.integer("loads", Spec{.doc = "measured loads", .def = 20000, .min = 1, .max = 1e8}));
-    warmup_ = static_cast<int>(p.integer("warmup", Spec{.doc = "loads before measuring", .def = 2000, .min = 0, .max = 1e8}));
+    // lat_mem_rd chases its list again and again, so the value it reports is
+    // the warm one: one pass over a buffer that fits in the LLC fills the
+    // caches. A larger one needs none: the chase is a cycle through the
+    // buffer, so every line comes back after more loads than the LRU LLC
+    // keeps lines, and misses every cache on every pass.
+    const std::uint64_t lines = bytes_ / fabric::kLineBytes;
+    const bool fits = bytes_ <= m.fabric().params().llc.size;
+    warmup_ = static_cast<int>(p.integer(
+        "warmup", Spec{.doc = "loads before measuring (default: one pass over a buffer that fits in the LLC, else 2000)",
+                       .def = fits ? static_cast<std::int64_t>(lines) : std::int64_t{2000}, .min = 0, .max = 1e8}));
   }
 
   Results run() override {

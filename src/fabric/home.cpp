@@ -213,7 +213,10 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
 bool Fabric::die_can_serve(const HomeLine& h, Addr line, int die, int agent, DirEvent event) const {
   if (p_.remote_home_via_home && topo_.die_of_node(mem_.home_node(line)) != die) return false;
   if (h.state == DirState::EM) return h.owner != agent && agent_die(h.owner) == die;  // forwarded in the die
-  if (h.state != DirState::S) return false;  // no cached copy: memory, through the home
+  // No core holds the line: the die's L3 still does when it was filled there
+  // and no other die took the line exclusive since (which removed it from
+  // every other die's L3: so only one die's L3 can hold a line in state I).
+  if (h.state == DirState::I) return llc_[static_cast<std::size_t>(die)].contains(line);
   const bool is_sharer = h.sharers.test(static_cast<std::size_t>(agent));
   if (event != DirEvent::GetS &&
       !h.sharers.all_of([&](std::size_t s) { return agent_die(static_cast<int>(s)) == die; }))
