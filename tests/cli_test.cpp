@@ -68,6 +68,11 @@ std::vector<BadInput> bad_inputs() {
          d.write("q.json", json{{"include", "p.json"}}.dump());
        },
        "", {"include cycle", "q.json", "p.json"}},
+      {"an include whose base file is missing", [](json&, json& p, const TempDir&) { p = {{"include", "base.json"}}; },
+       "", {"p.json", "include", "base.json does not exist", "relative to the file that includes it"}},
+      {"--trace-window without --trace", nothing, "--trace-window 1us:2us", {"--trace-window", "needs --trace FILE"}},
+      {"--trace into a missing directory", nothing, "--trace /nonexistent-dir/t.json",
+       {"/nonexistent-dir/t.json", "--trace", "does not exist"}},
       {"scenario naming a missing platform", [](json& s, json&, const TempDir&) { s["platform"] = "gone.json"; }, "",
        {"s.json", "platform", "gone.json"}},
       {"unknown variant",
@@ -238,4 +243,32 @@ TEST_CASE("the same scenario, parameters and seed give identical metrics", "[cli
   CHECK(a.doc["contention"] == b.doc["contention"]);
   CHECK(a.doc["host"]["events"] == b.doc["host"]["events"]);
   CHECK(a.doc["host"]["simulated_ns"] == b.doc["host"]["simulated_ns"]);
+}
+
+TEST_CASE("an output that cannot be written or that is an input is refused before anything runs", "[cli]") {
+  TempDir dir;
+  dir.write("p.json", platform_json().dump(1));
+  const std::string scenario = dir.write("s.json", good_scenario().dump(1));
+  const std::string before = read_all(scenario);
+  // the results onto the scenario itself: refused, the scenario left as it was
+  auto onto_input = run_cli(fmt::format("run {} --json {}", quoted(scenario), quoted(scenario)));
+  INFO(onto_input.output);
+  CHECK(onto_input.exit_code == 2);
+  CHECK_THAT(onto_input.output, Catch::Contains("--json: this is the input"));
+  CHECK(read_all(scenario) == before);
+  // compare: a missing file of --platforms, a --report that is a file, a --json into a missing directory;
+  // each fails before the first variant runs
+  dir.write("s.json", good_scenario().dump(1));
+  const std::string file = dir.write("a-file", "x");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {fmt::format("--platforms {},{}", quoted(dir.file("p.json")), quoted(dir.file("gone.json"))),
+       "gone.json does not exist"},
+      {fmt::format("--report {}", quoted(file)), "--report: this is a file"},
+      {"--json /nonexistent-dir/c.json", "--json: its directory /nonexistent-dir does not exist"}};
+  for (const auto& [args, says] : cases) {
+    auto r = run_cli(fmt::format("compare {} {}", quoted(scenario), args));
+    INFO(args << "\n" << r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains(says) && !Catch::Contains("running"));
+  }
 }

@@ -13,15 +13,6 @@
 using namespace cohsim;
 using namespace cohsim::test;
 
-namespace {
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-}  // namespace
-
 TEST_CASE("sha256 gives the FIPS 180-4 digests", "[provenance]") {
   CHECK(config::sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   CHECK(config::sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
@@ -100,6 +91,12 @@ TEST_CASE("rerun reproduces a run's metrics, or names the metrics and inputs tha
   CHECK(differs.exit_code == 1);
   CHECK_THAT(differs.output, Catch::Contains("hop_class: 99 recorded"));
   CHECK_THAT(differs.output, Catch::Contains("input " + dir.file("base.json") + " changed"));
+  // from another directory: the document's relative paths start where the run was made
+  const std::string rel = dir.file("rel.json");
+  REQUIRE(run_cli(fmt::format("run s.json --set cpu_b=48 --json {} -q", quoted(rel)), dir.path.string()).exit_code == 0);
+  const auto elsewhere = run_cli("rerun " + quoted(rel), std::filesystem::temp_directory_path().string());
+  INFO(elsewhere.output);
+  CHECK(elsewhere.exit_code == 0);
   dir.write("not-results.json", "{}");
   const auto bad = run_cli("rerun " + quoted(dir.file("not-results.json")));
   CHECK(bad.exit_code == 2);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <fmt/format.h>
 #include <functional>
 #include <memory>
@@ -188,6 +189,14 @@ inline CliResult run_cli(const std::string& args, const std::string& cwd = "") {
   int status = ::pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+/// The whole content of the file at `path` (empty when it cannot be read).
+inline std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 /// Quotes a path for the shell.

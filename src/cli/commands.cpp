@@ -87,6 +87,23 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   }
 }
 
+void check_output_file(const std::string& option, const std::string& path, const std::vector<std::string>& inputs) {
+  if (path.empty()) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path target(path);
+  if (fs::is_directory(target, ec))
+    throw config::ConfigError(path, "", option + ": this is a directory: name a file to write");
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec))
+    throw config::ConfigError(path, "", fmt::format("{}: its directory {} does not exist", option, dir.string()));
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw config::ConfigError(path, "", fmt::format("{}: cannot write in {} (no permission)", option, dir.string()));
+  for (const auto& in : inputs)
+    if (!in.empty() && fs::exists(target, ec) && fs::exists(in, ec) && fs::equivalent(target, in, ec))
+      throw config::ConfigError(path, "", fmt::format("{}: this is the input {}: name another file", option, in));
+}
+
 std::string format_metrics(const scenario::Results& r) {
   std::size_t width = 0;
   for (const auto& [k, v] : r.metrics) width = std::max(width, k.size());
@@ -286,7 +303,10 @@ int cmd_run(const std::vector<std::string>& args) {
       throw config::ConfigError("--trace-window", trace_window, "expected FROM:TO with units, FROM < TO (e.g. 10us:20us)");
     trace.from = *from;
     trace.to = *to;
+    if (trace.file.empty()) throw config::ConfigError("--trace-window", trace_window, "needs --trace FILE to write the trace to");
   }
+  check_output_file("--json", common.json_out, {scenario_path, platform_file, trace.file});
+  check_output_file("--trace", trace.file, {scenario_path, platform_file});
   const auto overrides = overrides_of(common);
   if (!variant.empty())
     check_sets_keep_variants(scenario::load_scenario(scenario_path, variant, overrides, platform_file), {variant},

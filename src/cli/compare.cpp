@@ -237,6 +237,9 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
   }
   if (with_sensitivity && o.seeds > 1)
     throw config::ConfigError("--seeds", std::to_string(o.seeds), "not combined with sensitivity (one seed)");
+  // Outputs that cannot be written fail now, before the runs.
+  check_output_file("--json", o.json_out, {o.scenario, o.platform_file});
+  check_report_dir(o.report_dir);
   const std::vector<std::string> platforms =
       o.platforms_csv.empty() ? std::vector<std::string>{o.platform_file} : split_csv(o.platforms_csv);
   if (!o.platforms_csv.empty()) {
@@ -248,6 +251,11 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
         throw config::ConfigError("--platforms", o.platforms_csv,
                                   fmt::format("two files named {}: the columns would not tell them apart", p));
     if (platforms.size() < 2) throw config::ConfigError("--platforms", o.platforms_csv, "name two or more files");
+    for (const auto& p : platforms) {  // every file loads before any run
+      if (!std::filesystem::exists(p))
+        throw config::ConfigError("--platforms", o.platforms_csv, fmt::format("the platform file {} does not exist", p));
+      scenario::load_platform(p);
+    }
   }
   auto ov = overrides_of(o.sets);
   const auto base = scenario::load_scenario(o.scenario, "", ov, platforms.front());

@@ -71,6 +71,7 @@ int cmd_litmus(const std::vector<std::string>& args) {
   if (paths.empty()) throw po::error("cohsim litmus needs at least one PATH (a .litmus file, a directory or an @list)");
   if (options.runs < 1) throw config::ConfigError("--runs", "", fmt::format("{}: must be at least 1", options.runs));
   if (!platform.empty()) options.platform = platform;
+  check_output_file("--json", json_file, paths);
   if (vm.count("cpus")) options.cpus = parse_litmus_cpus(cpus);
   try {
     std::vector<std::string> kinds_files;

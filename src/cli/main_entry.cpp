@@ -18,6 +18,21 @@ struct Command {
   const char* summary;
 };
 
+int cmd_version(const std::vector<std::string>& args) {
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << "usage: cohsim version [--json]\n\nPrints the version and build id; with --json the build's version, "
+                 "git commit, whether the tree was dirty and build id (what a results document records).\n";
+    return kOk;
+  }
+  if (args.size() == 1 && args[0] == "--json") {  // what sweep.py compares a point's build_id with
+    std::cout << build_info().dump(1) << "\n";
+    return kOk;
+  }
+  if (!args.empty()) throw boost::program_options::error("usage: cohsim version [--json]");
+  std::cout << "cohsim " << COHSIM_VERSION << " (build " << build_info()["build_id"].get<std::string>() << ")\n";
+  return kOk;
+}
+
 const std::map<std::string, Command>& commands() {
   static const std::map<std::string, Command> c = {
       {"run", {cmd_run, "run one scenario variant: cohsim run configs/scenarios/X.json [--variant V] [--set K=V]... [--json F]"}},
@@ -29,6 +44,7 @@ const std::map<std::string, Command>& commands() {
       {"selftest", {cmd_selftest, "random coherence tester: cohsim selftest coherence [--cpus N] [--ops M] [--seed S]"}},
       {"litmus", {cmd_litmus, "run herd7 litmus tests on the simulated cores: cohsim litmus [--kinds F] [--json F] PATH..."}},
       {"rerun", {cmd_rerun, "run again what a run --json results file records; exit 1 when a metric differs"}},
+      {"version", {cmd_version, "the version and build id: cohsim version [--json]"}},
       {"sensitivity", {cmd_sensitivity, "re-run a scenario with each uncertain input (estimate, calibrated, workload estimate) at its range ends"}},
   };
   return c;
@@ -75,15 +91,7 @@ int run_command(std::vector<std::string> args) {
       print_help();
       return args.empty() ? kBadInput : kOk;
     }
-    if (args[0] == "--version" || args[0] == "version") {
-      if (args.size() == 2 && args[1] == "--json") {  // what sweep.py compares a point's build_id with
-        std::cout << build_info().dump(1) << "\n";
-        return kOk;
-      }
-      if (args.size() > 1) throw boost::program_options::error("usage: cohsim version [--json]");
-      std::cout << "cohsim " << COHSIM_VERSION << " (build " << build_info()["build_id"].get<std::string>() << ")\n";
-      return kOk;
-    }
+    if (args[0] == "--version") return cmd_version(std::vector<std::string>(args.begin() + 1, args.end()));
     if (args[0] == "help") {
       if (args.size() == 1) {
         print_help();

@@ -70,6 +70,7 @@ int cmd_params(const std::vector<std::string>& args) {
                           "estimate range, source and what it means."))
     return kOk;
   if (scenario_path.empty()) throw po::error("missing SCENARIO (a file under configs/scenarios/)");
+  check_output_file("--json", json_out, {scenario_path, platform_file});
   std::vector<scenario::Override> overrides;
   for (const auto& s : sets) overrides.push_back(scenario::parse_override(s));
   const auto s = scenario::load_scenario(scenario_path, variant, overrides, platform_file);

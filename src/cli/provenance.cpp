@@ -2,6 +2,7 @@
 // commit and build id (cmake/build_info.cmake writes them at build time) and
 // the SHA-256 of every input file read (config::inputs_read()).
 #include <cstdlib>
+#include <filesystem>
 
 #include "cli.hpp"
 #include "provenance.hpp"
@@ -42,6 +43,8 @@ nlohmann::json build_info() {
 
 void add_provenance(nlohmann::json& doc) {
   doc["command"] = recorded_command();
+  std::error_code ec;
+  doc["cwd"] = std::filesystem::current_path(ec).string();  // where the command's relative paths start
   doc.update(build_info());
   doc["inputs"] = config::inputs_read();
 }

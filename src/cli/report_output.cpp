@@ -26,6 +26,18 @@ ReportStaging::ReportStaging(const std::string& dir) : dir_(dir) {
   staging_ = tmpl;
 }
 
+void check_report_dir(const std::string& dir) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  fs::path p(dir);
+  if (fs::exists(p, ec) && !fs::is_directory(p, ec))
+    throw config::ConfigError(dir, "", "--report: this is a file, not a directory: name a directory for the report");
+  while (!p.empty() && !fs::exists(p, ec)) p = p.has_parent_path() && p.parent_path() != p ? p.parent_path() : fs::path();
+  if (p.empty()) p = ".";
+  if (!fs::is_directory(p, ec) || ::access(p.c_str(), W_OK) != 0)
+    throw config::ConfigError(dir, "", fmt::format("--report: cannot create the report directory in {}", p.string()));
+}
+
 ReportStaging::~ReportStaging() {
   std::error_code ec;
   fs::remove_all(staging_, ec);

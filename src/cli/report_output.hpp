@@ -31,6 +31,10 @@ class ReportStaging {
   std::filesystem::path dir_, staging_;
 };
 
+/// Bad input (a ConfigError, exit 2) when report directory `dir` could not be made or written: it is a
+/// file, or its nearest existing ancestor is not a writable directory. An empty `dir` passes. Nothing is created.
+void check_report_dir(const std::string& dir);
+
 /// Runs scripts/report.py with `args` (each passed as one word); false when it failed (it said why on stderr).
 bool run_report_script(const std::vector<std::string>& args);
 

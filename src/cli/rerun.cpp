@@ -1,6 +1,7 @@
 // cohsim rerun RESULTS.json: runs again what a `run --json` document records
 // (scenario, variant, --sets, seed, platform file) and says whether the
 // metrics are the same, and which inputs or build differ when they are not.
+#include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
 
@@ -43,6 +44,11 @@ int cmd_rerun(const std::vector<std::string>& args) {
   for (const auto& [k, v] : need(doc, file, "overrides", &json::is_object).items()) {
     if (!v.is_string()) throw config::ConfigError(file, "overrides." + k, "expected the --set value as a string");
     overrides.push_back({k, v.get<std::string>()});
+  }
+  // The document's paths are as the command gave them: relative ones start in the directory it ran in.
+  if (const std::string cwd = doc.value("cwd", std::string()); !cwd.empty()) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(cwd, ec)) std::filesystem::current_path(cwd, ec);
   }
   const auto inputs_before = config::inputs_read();  // the results file itself
   RunOutput out = run_scenario(scenario, variant, overrides, seed, false, nullptr, platform);

@@ -317,6 +317,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   const std::vector<CalibrationRow> rows = read_calibration(calibration);
   std::optional<ReportStaging> report;  // a bad DIR fails now, before the rows run
   if (!report_dir.empty()) report.emplace(report_dir);
+  check_output_file("--json", json_out, {calibration, j.known_misses_file, j.expected_file});
   j.known_misses = read_known_misses(j.known_misses_file);
   j.expected = read_expected(j.expected_file);
 

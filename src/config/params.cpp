@@ -25,9 +25,9 @@ std::string shown(const json& v) {
 
 const char* kind_name(Kind k) {
   switch (k) {
-    case Kind::time: return "a time with a unit, e.g. \"34ns\"";
-    case Kind::frequency: return "a frequency with a unit, e.g. \"2.6GHz\"";
-    case Kind::size: return "a size, e.g. \"512KiB\" or a number of bytes";
+    case Kind::time: return "a time with a unit (ps, ns, us, ms or s), e.g. \"34ns\"";
+    case Kind::frequency: return "a frequency with a unit (Hz, kHz, MHz or GHz), e.g. \"2.6GHz\"";
+    case Kind::size: return "a size in B, KiB, MiB or GiB, e.g. \"512KiB\", or a number of bytes";
     case Kind::integer: return "an integer";
     case Kind::number: return "a number";
     case Kind::boolean: return "true or false";
@@ -576,6 +576,11 @@ json load_json_file(const std::string& path, std::vector<std::string>* include_c
   if (doc.contains("include")) {
     if (!doc["include"].is_string()) throw ConfigError(path, "include", "expected the path of a base file");
     std::filesystem::path base = std::filesystem::path(path).parent_path() / doc["include"].get<std::string>();
+    if (!std::filesystem::exists(base, ec))
+      throw ConfigError(path, "include",
+                        fmt::format("the base file {} does not exist (an include is resolved relative to the file "
+                                    "that includes it)",
+                                    base.string()));
     include_chain->push_back(canonical);
     json merged = load_json_file(base.string(), include_chain);
     include_chain->pop_back();
@@ -609,7 +614,9 @@ void apply_override(json& doc, const std::string& file, const std::string& path,
     if (!node->is_object()) throw ConfigError(file, full, fmt::format("--set: '{}' is not an object", parts[i - 1]));
     if (!node->contains(parts[i])) {
       std::string known;
-      for (auto it = node->begin(); it != node->end(); ++it) known += (known.empty() ? "" : ", ") + it.key();
+      for (auto it = node->begin(); it != node->end(); ++it)
+        if (it.key().rfind('_', 0) != 0)  // "_placement", "_numbering": comments, not values to set
+          known += (known.empty() ? "" : ", ") + it.key();
       throw ConfigError(file, full, fmt::format("--set: no key '{}' here (known keys: {})", parts[i], known));
     }
     node = &(*node)[parts[i]];
