@@ -515,4 +515,11 @@ TEST_CASE("dma-map-bench warns when each CPU completes too few operations for it
   auto two = test::run_cli("run " + s + " --variant cmpxchg --set cpus=2 --set duration=1ms");
   CHECK(two.exit_code == 0);
   CHECK_THAT(two.output, !Catch::Contains("operations in the"));
+  // CPUs that complete nothing while the others work starve: a longer window would not help
+  auto starving = test::run_cli("run " + s + " --variant cmpxchg --set cpus=32");
+  CHECK(starving.exit_code == 0);
+  CHECK_THAT(starving.output, Catch::Contains("CPUs completed no operation") &&
+                                  Catch::Contains("starved for the whole window") &&
+                                  !Catch::Contains("a longer --set duration"));
+  CHECK_THAT(two.output + crowded.output, !Catch::Contains("of 2 CPUs completed no operation"));
 }

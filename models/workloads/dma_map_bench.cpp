@@ -204,11 +204,20 @@ class DmaMapBench : public scenario::Workload {
     // A per-CPU rate is a count over the window: with few operations each, one more or less is a step of
     // 1 / window (200 ops/s in 5 ms), too coarse for per-CPU or per-die shares.
     constexpr double kFewOpsPerCpu = 100;
-    if (const double counted = median(per_cpu) * seconds; counted < kFewOpsPerCpu)
+    const auto idle = std::count(ops_.begin(), ops_.end(), std::uint64_t{0});
+    if (idle > 0 && total_ops > 0) {
+      // Not a coarse count: some CPUs complete nothing while the others work (who wins the claim).
+      cohsim::log("dma-map-bench")
+          ->warn("{} of {} CPUs completed no operation in the {} window while the others completed {}: they "
+                 "starved for the whole window (ops_per_cpu_per_s.dieN shows which dies)",
+                 idle, cpus_.size(), sim::format_time(window_.length()), total_ops);
+    }
+    if (const double counted = median(per_cpu) * seconds; counted > 0 && counted < kFewOpsPerCpu) {
       cohsim::log("dma-map-bench")
           ->warn("each CPU completed about {:.0f} operations in the {} window (median): per-CPU and per-die rates "
                  "move in steps of {:.0f} ops/s; a longer --set duration=... makes them finer",
                  counted, sim::format_time(window_.length()), 1.0 / seconds);
+    }
     r.add("cpus", static_cast<double>(cpus_.size()));
     // Mean ops per CPU per second of each die's benchmark CPUs (who wins the contended lines).
     std::map<int, std::pair<double, int>> per_die;
