@@ -20,7 +20,9 @@ void complete(sim::Simulator& sim, LoadFuture::State& s, std::uint64_t v) {
 // --------------------------------------------------------------- stores ---
 Task<void> Cpu::store(Addr a, int size, std::uint64_t v, Order o) {
   ++stats_.stores;
-  return buffer_store(Pending{a, size, v, 0, 0, 0, 0}, o);
+  return buffer_store(Pending{.addr = a, .size = size, .value = v, .seq = 0, .after_stores = 0, .after_loads = 0,
+                              .loads_before = 0, .result = nullptr},
+                      o);
 }
 
 Task<void> Cpu::post_rmw(Addr a, int size, RmwOp op, std::uint64_t operand, std::uint64_t compare, Order o) {
@@ -29,10 +31,8 @@ Task<void> Cpu::post_rmw(Addr a, int size, RmwOp op, std::uint64_t operand, std:
     co_return;
   }
   ++stats_.atomics;
-  Pending e{a, size, operand, 0, 0, 0, 0};
-  e.atomic = true;
-  e.op = op;
-  e.compare = compare;
+  Pending e{.addr = a, .size = size, .value = operand, .seq = 0, .after_stores = 0, .after_loads = 0,
+            .loads_before = 0, .atomic = true, .op = op, .compare = compare, .result = nullptr};
   // No acquire semantics without a destination register.
   co_await buffer_store(e, o == Order::full || o == Order::release ? Order::release : Order::relaxed);
 }
@@ -41,10 +41,8 @@ Task<void> Cpu::post_rmw_returning(LoadFuture& result, Addr a, int size, RmwOp o
                                    std::uint64_t compare, Order o) {
   if (!arm_ || !p_.lse) throw std::logic_error("post_rmw_returning: arm64 with LSE atomics only");
   ++stats_.atomics;
-  Pending e{a, size, operand, 0, 0, 0, 0};
-  e.atomic = true;
-  e.op = op;
-  e.compare = compare;
+  Pending e{.addr = a, .size = size, .value = operand, .seq = 0, .after_stores = 0, .after_loads = 0,
+            .loads_before = 0, .atomic = true, .op = op, .compare = compare, .result = nullptr};
   e.result = std::allocate_shared<LoadFuture::State>(sim::detail::PoolAllocator<LoadFuture::State>{});
   result.s_ = e.result;
   result.sim_ = &sim_;
