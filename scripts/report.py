@@ -183,11 +183,14 @@ def md_table(headers, rows, aligns):
     return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
 
 
+TABLE_WIDTH = MD_WIDTH + 2  # a sweep's tables in report.md and report.txt: 80 columns (email)
+
+
 def md_table_of(block):
-    """A ("table", headers, rows, aligns[, columns]) block in Markdown: the first COLUMNS
-    columns when given (the rest are in report.html only)."""
+    """A ("table"|"md_table", headers, rows, aligns[, columns[, key]]) block in Markdown: the
+    first COLUMNS columns when given (the rest are in report.html only)."""
     headers, rows, aligns = block[1:4]
-    n = block[4] if len(block) > 4 else len(headers)
+    n = block[4] if len(block) > 4 and block[4] is not None else len(headers)
     return md_table(headers[:n], [r[:n] for r in rows], aligns[:n])
 
 
@@ -196,9 +199,43 @@ def table_width(block):
     return max(len(line) for line in md_table_of(block).splitlines())
 
 
-def to_markdown(blocks, plots):
+def fit_table(block, width):
+    """The table `block` as one or more blocks of at most `width` columns in Markdown (None:
+    as it is): when too wide, its columns after the first KEY (block[5], default 1; repeated
+    in each part) are split into consecutive tables. A part that is too wide alone stays so."""
+    if width is None or table_width(block) <= width:
+        return [block]
+    headers, rows, aligns = block[1:4]
+    n = block[4] if len(block) > 4 and block[4] is not None else len(headers)
+    key = min(block[5] if len(block) > 5 else 1, n - 1)
+
+    def part(cols):
+        return (block[0], [headers[i] for i in cols], [[r[i] for i in cols] for r in rows],
+                [aligns[i] for i in cols])
+    parts, cols = [], list(range(key))
+    for i in range(key, n):
+        if len(cols) > key and table_width(part(cols + [i])) > width:
+            parts.append(part(cols))
+            cols = list(range(key))
+        cols.append(i)
+    return parts + [part(cols)]
+
+
+def _tables(blocks, width):
+    """`blocks` with their wide tables split to `width` (fit_table); HTML-only blocks left out."""
     out = []
     for b in blocks:
+        if b[0] in ("table", "md_table"):
+            out.extend(fit_table(b, width))
+        elif b[0] != "html_table":
+            out.append(b)
+    return out
+
+
+def to_markdown(blocks, plots, width=None):
+    """report.md; every table within WIDTH columns when given (fit_table)."""
+    out = []
+    for b in _tables(blocks, width):
         if b[0] == "h1":
             out.append("# " + b[1])
         elif b[0] == "h2":
@@ -211,7 +248,7 @@ def to_markdown(blocks, plots):
                                   for i in b[1]))
         elif b[0] == "pre":
             out.append("```text\n%s\n```" % b[1])
-        elif b[0] == "table":
+        elif b[0] in ("table", "md_table"):
             out.append(md_table_of(b))
     if plots:
         names = sorted({re.sub(r"_.*", "_*", p[:-4]) + ".png" for p, _ in plots})
@@ -225,11 +262,12 @@ def _plain(text):
     return str(text).replace("`", "")
 
 
-def to_text(blocks, plots):
+def to_text(blocks, plots, width=None):
     """report.txt: the Markdown's content as plain text for an email body: headings
-    underlined, no code marks, tables as aligned columns (the Markdown's columns)."""
+    underlined, no code marks, tables as aligned columns (the Markdown's columns and
+    parts, so never wider than the Markdown's)."""
     out = []
-    for b in blocks:
+    for b in _tables(blocks, width):
         if b[0] in ("h1", "h2"):
             out.append("%s\n%s" % (_plain(b[1]), ("=" if b[0] == "h1" else "-") * len(_plain(b[1]))))
         elif b[0] in ("p", "md_p"):
@@ -240,8 +278,8 @@ def to_text(blocks, plots):
                                                 subsequent_indent="  ") for i in b[1]))
         elif b[0] == "pre":
             out.append("\n".join("    " + line for line in b[1].splitlines()))
-        elif b[0] == "table":
-            n = b[4] if len(b) > 4 else len(b[1])
+        elif b[0] in ("table", "md_table"):
+            n = b[4] if len(b) > 4 and b[4] is not None else len(b[1])
             cells = [[_plain(c) for c in r[:n]] for r in [b[1]] + b[2]]
             w = [max(len(r[i]) for r in cells) for i in range(n)]
             line = lambda r: "  ".join(c.rjust(w[i]) if b[3][i] == "r" else c.ljust(w[i])  # noqa: E731
@@ -292,7 +330,7 @@ def to_html(blocks, plots, out_dir, title):
             here = [p for p in plots if p[0].startswith(b[1] if len(b) > 1 else "") and p[0] not in placed]
             out.extend(_figures(here, out_dir))
             placed.update(p[0] for p in here)
-        elif b[0] == "table":
+        elif b[0] in ("table", "html_table"):
             headers, rows, aligns = b[1:4]
             out.append("<table><tr>%s</tr>%s</table>" % (
                 "".join("<th>%s</th>" % _inline(h) for h in headers),
@@ -318,10 +356,15 @@ def every_point_tables(data, metrics, variants, baseline, units, measured):
                                    for n, v in zip(reversed(swept), reversed(p))])
     nseeds = max(len({r["seed"] for r in runs_at(runs, dict(zip(swept, p)))}) for p in points)
     blocks = []
+
+    def measured_cell(r, with_variant):
+        return "%s%s ±%s%%%s" % (r["variant"] + " " if with_variant and r["variant"] else "",
+                                 cr.fmt_num(r["value"]), cr.fmt_num(r["tolerance_pct"]),
+                                 "" if r["fit"] == "predicted" else " (%s)" % r["fit"])
     for m in metrics:
         # a row of another variant than those swept is not this sweep's measurement
         here = [r for r in measured if r["metric"] == m and r["variant"] in (None, *variants)]
-        rows = []
+        rows, beside = [], []  # beside: the measured rows one per line, for report.md
         for p in points:
             at = runs_at(runs, dict(zip(swept, p)))
             base = group_stats(at, baseline, m)
@@ -333,13 +376,23 @@ def every_point_tables(data, metrics, variants, baseline, units, measured):
                                                cr.fmt_pct(cr.pct_diff(s["median"], base["median"]))))
             if here:
                 fit = [r for r in here if r["x"] == p[0] and r["combo"] == dict(zip(swept[1:], p[1:]))]
-                cells.append(", ".join("%s%s ±%s%%%s" % (r["variant"] + " " if r["variant"] and len(variants) > 1 else "",
-                                                          cr.fmt_num(r["value"]), cr.fmt_num(r["tolerance_pct"]),
-                                                          "" if r["fit"] == "predicted" else " (%s)" % r["fit"])
-                                       for r in fit) or "-")
+                cells.append(", ".join(measured_cell(r, len(variants) > 1) for r in fit) or "-")
+                for r in fit:  # a row without a variant fits each
+                    for v in [r["variant"]] if r["variant"] else variants:
+                        s = group_stats(at, v, m)
+                        beside.append(list(p) + ([v] if len(variants) > 1 else [])
+                                      + [measured_cell(r, False),
+                                         cr.fmt_num(s["median"]) if s else "-",
+                                         cr.fmt_pct(cr.pct_diff(s["median"], r["value"])) if s else "-"])
             rows.append(list(p) + cells)
         heads = list(swept) + [v + (" (base)" if v == baseline and len(variants) > 1 else "")
                                for v in variants] + (["measured"] if here else [])
+        table = ("table", heads, rows, ["r"] * len(heads), None, len(swept))
+        # report.md within 80 columns: a measured column too wide (several variants' rows
+        # in a cell) is in report.html only; report.md lists them below, one per line
+        wide = bool(here) and table_width(table) > TABLE_WIDTH
+        if wide:
+            table = table[:4] + (len(heads) - 1, len(swept))
         blocks += [("h2", "%s%s at every point" % (m, " (%s)" % units[m] if units.get(m) else "")),
                    ("p", "Median%s; in brackets the difference to %s%s." % (
                        " over %d seeds" % nseeds if nseeds > 1 else "", baseline,
@@ -347,7 +400,15 @@ def every_point_tables(data, metrics, variants, baseline, units, measured):
                        "(fitted) or (identity) where the model was fitted to it, so it is no test"
                        if here else "") if len(variants) > 1 or here else "Median%s." % (
                        " over %d seeds" % nseeds if nseeds > 1 else "")),
-                   ("table", heads, rows, ["r"] * len(heads))]
+                   table]
+        if wide:
+            bheads = list(swept) + (["variant"] if len(variants) > 1 else []) + [
+                "measured", "model", "error"]
+            blocks += [("md_p", "Measured beside the model (error: the model's, in % of the "
+                                "measured value):"),
+                       ("md_table", bheads, beside,
+                        ["r"] * len(swept) + (["l"] if len(variants) > 1 else []) + ["r"] * 3,
+                        None, len(swept))]
     return blocks
 
 
@@ -541,11 +602,23 @@ def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measure
                   + [cr.fmt_num(p.get(k, 0)) for k in keys] for v, s, h, p in crows],
                  ["l", "l", "r", "r"] + ["r"] * len(keys))
         blocks.append(("h2", "Top contended lines" + where))
-        if keys and table_width(table) > MD_WIDTH + 2:  # for email, the split by hop class goes
-            table += (4,)
+        # report.md within 80 columns: a table too wide loses its split by hop class and then
+        # its variant column (a table per variant, named in its first heading) there; report.html
+        # keeps the whole table
+        per_variant = table_width(table[:4] + (4,)) > TABLE_WIDTH and len(variants) > 1
+        if per_variant:
+            parts = [("md_table", ["line (%s)" % v] + table[1][2:],
+                      [r[1:] for r, c in zip(table[2], crows) if c[0] == v], table[3][1:])
+                     for v in variants if any(c[0] == v for c in crows)]
+        else:
+            parts = [table]
+        if keys and max(table_width(t) for t in parts) > TABLE_WIDTH:
+            parts = [t[:4] + (len(t[1]) - len(keys),) for t in parts]
             blocks.append(("md_p", "Transfers in total; by hop class (%s) in report.html."
                            % ", ".join(keys)))
-        blocks.append(table)
+        if per_variant:
+            blocks.append(("html_table",) + table[1:])
+        blocks += parts
 
     phase_names, ptable = [], {}
     for v in variants:
@@ -588,8 +661,9 @@ def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measure
         plot_phases(plt, phase_names, ptable, [v for v in variants if v in ptable], out_dir, plots)
 
     md = out_dir / "report.md"
-    cr.atomic_write_text(md, to_markdown(blocks, plots))
-    cr.atomic_write_text(out_dir / "report.txt", to_text(blocks, plots))
+    width = TABLE_WIDTH if data["swept"] else None  # a sweep's: 80 columns
+    cr.atomic_write_text(md, to_markdown(blocks, plots, width))
+    cr.atomic_write_text(out_dir / "report.txt", to_text(blocks, plots, width))
     page = out_dir / "report.html"
     cr.atomic_write_text(page, to_html(blocks, plots, out_dir, title))
     return {"md": md, "html": page, "plots": [p for p, _ in plots]}

@@ -10,10 +10,13 @@ DIR/results.csv (one row per point and seed; columns scenario, variant, seed,
 param.<name>..., metric.<name>..., status) and DIR/sweep.json describes the grid.
 
 Before the first point, `cohsim params` checks every variant and every --set and
---param name (with each swept parameter at its first value): an unknown variant,
-an unknown name (with a did-you-mean) or a name a variant sets is exit 2, and
-nothing runs. The default DIR is sweep-out/<scenario stem> under the current
-directory.
+--param name (with each swept parameter at its first value), then every point's
+values (each distinct variant x swept values once): an unknown variant, an
+unknown name (with a did-you-mean), a name a variant sets or a value cohsim
+refuses (out of bounds, unreadable, or not going with another, e.g. cpu_a =
+cpu_b; the message names the parameter, the value and what it expects) is exit
+2, and nothing runs or is written. The default DIR is sweep-out/<scenario stem>
+under the current directory.
 
 Re-running the same command resumes: points whose result JSON is complete are
 skipped, incomplete or corrupt ones run again, and so do stale ones: a point
@@ -21,8 +24,12 @@ whose build_id is not this binary's (`cohsim version --json`; COHSIM_BUILD_ID
 overrides it) or one of whose recorded inputs (platform, includes, scenario)
 no longer has the sha256 it recorded. One line says how many are recomputed
 and why. A failed point keeps its command
-line and stderr in DIR/points/<id>.err; the others go on. Exit status: 0 all
-points ok, 1 some point failed, 2 bad arguments.
+line and stderr in DIR/points/<id>.err; the others go on. results.csv is
+written (atomically) only when every point holds a result: a sweep that fails
+or is interrupted leaves none (an earlier one in DIR is removed when the points
+start), never a partial one; its complete points stay in DIR/points for the
+re-run, and --collect DIR tabulates them. Exit status: 0 all points ok (and
+results.csv written), 1 some point failed, 2 bad arguments, 130 interrupted.
 
 More than one machine (GNU parallel):
   scripts/sweep.py SCENARIO ... --out DIR --emit-joblist jobs.txt
@@ -418,26 +425,75 @@ def stale_points(cohsim, points, points_dir):
     return stale, "recomputing %d of %d points: %s\n" % (len(stale), len(points), ", ".join(parts))
 
 
-def check_names(cohsim, scenario, params, variants, fixed, override_variant=False):
-    """Before the first point: every variant exists and every --set/--param name
-    is one the scenario reads (and no variant run sets it), as
-    `cohsim params` judges them with each swept parameter at its first value.
-    Raises UsageError with cohsim's own message (did-you-mean, valid keys)."""
+def params_command(cohsim, scenario, variant, sets, json_path, override_variant=False):
+    cmd = [cohsim, "params", scenario, "--json", json_path]
+    if variant:
+        cmd += ["--variant", variant]
+    if override_variant:
+        cmd.append("--override-variant")
+    for k, v in sets:
+        cmd += ["--set", "%s=%s" % (k, v)]
+    return cmd
+
+
+def params_refusal(cmd):
+    """cohsim's message when `cohsim params` refuses `cmd`'s settings, else None."""
+    done = subprocess.run(cmd, cwd=str(cr.REPO_ROOT), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True)
+    if done.returncode == 0:
+        return None
+    return ((done.stderr.strip() or done.stdout.strip() or "exit %d" % done.returncode)
+            .replace("cohsim: error: ", ""))
+
+
+MAX_BAD_VALUES_SHOWN = 10
+
+
+def check_points(cohsim, scenario, params, variants, fixed, todo, override_variant=False, jobs=1):
+    """Before the first point, as `cohsim params` judges them (the checks `cohsim run` makes
+    before simulating): every variant exists and every --set/--param name is one the scenario
+    reads (and no variant run sets it), with each swept parameter at its first value; then
+    every value of every point of `todo` (each distinct variant x swept values once, so a
+    value out of bounds or two values that do not go together, e.g. cpu_a = cpu_b).
+    Raises UsageError with cohsim's own message (the parameter, the value, what it expects;
+    did-you-mean, valid keys) so that nothing runs and nothing is written."""
     with tempfile.TemporaryDirectory(prefix="cohsim-sweep-check-") as tmp:
-        for variant in variants:
-            cmd = [cohsim, "params", scenario, "--json", os.path.join(tmp, "params.json")]
-            if variant:
-                cmd += ["--variant", variant]
-            if override_variant:
-                cmd.append("--override-variant")
-            for k, v in list(fixed) + [(n, vals[0]) for n, vals in params]:
-                cmd += ["--set", "%s=%s" % (k, v)]
-            done = subprocess.run(cmd, cwd=str(cr.REPO_ROOT), stdin=subprocess.DEVNULL,
-                                  capture_output=True, text=True)
-            if done.returncode != 0:
-                message = (done.stderr.strip() or done.stdout.strip()).replace("cohsim: error: ", "")
+        first = {n: vals[0] for n, vals in params}
+        for variant in variants:  # names: one message, not one per point
+            message = params_refusal(params_command(
+                cohsim, scenario, variant, list(fixed) + list(first.items()),
+                os.path.join(tmp, "params.json"), override_variant))
+            if message:
                 raise UsageError("%s%s (no point ran)" % (
                     "variant %s: " % variant if variant else "", message))
+        combos, seen = [], {(v, tuple(first.items())) for v in variants}
+        for p in todo:
+            key = (p["variant"], tuple(p["params"].items()))
+            if key not in seen:
+                seen.add(key)
+                combos.append(key)
+
+        def check(i, combo):
+            variant, values = combo
+            return params_refusal(params_command(
+                cohsim, scenario, variant, list(fixed) + list(values),
+                os.path.join(tmp, "params-%d.json" % i), override_variant))
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            refusals = list(pool.map(check, range(len(combos)), combos))
+    bad = {}  # cohsim's message -> the points it refuses (a bad value refuses every variant)
+    for (variant, values), message in zip(combos, refusals):
+        if message:
+            bad.setdefault(message, []).append(", ".join(
+                (["variant %s" % variant] if variant else []) + ["%s=%s" % kv for kv in values]))
+    if bad:
+        lines = ["%s (%s%s)" % (m, where[0], ", and %d more" % (len(where) - 1)
+                                if len(where) > 1 else "")
+                 for m, where in list(bad.items())[:MAX_BAD_VALUES_SHOWN]]
+        if len(bad) > MAX_BAD_VALUES_SHOWN:
+            lines.append("... and %d more" % (len(bad) - MAX_BAD_VALUES_SHOWN))
+        raise UsageError("cohsim refuses %d of the sweep's %d settings (variant x swept values; "
+                         "no point ran):\n  %s" % (sum(len(w) for w in bad.values()),
+                                                   len(seen), "\n  ".join(lines)))
 
 
 def run_jobs(args, jobs, progress):
@@ -489,7 +545,8 @@ def run_sweep(args, scenario, params, variants, seeds, fixed, out_dir):
 
     if args.emit_joblist:
         if todo and runnable:
-            check_names(cohsim, scenario, params, variants, fixed, args.override_variant)
+            check_points(cohsim, scenario, params, variants, fixed, todo, args.override_variant,
+                         args.jobs)
         desc["cohsim"] = repo_relative(cohsim)
         cr.atomic_write_text(out_dir / "sweep.json", json.dumps(desc, indent=2) + "\n")
         rel_points = repo_relative(points_dir)
@@ -512,9 +569,17 @@ def run_sweep(args, scenario, params, variants, seeds, fixed, out_dir):
                          "`cmake --preset release && cmake --build --preset release`, or pass "
                          "--cohsim PATH / set COHSIM)" % cohsim)
     if todo:
-        check_names(cohsim, scenario, params, variants, fixed, args.override_variant)
+        check_points(cohsim, scenario, params, variants, fixed, todo, args.override_variant,
+                     args.jobs)
     points_dir.mkdir(parents=True, exist_ok=True)
     cr.atomic_write_text(out_dir / "sweep.json", json.dumps(desc, indent=2) + "\n")
+    # results.csv exists only when every point of the last sweep here holds a result: one
+    # from an earlier sweep (maybe of another grid) goes now, a new one is written at the end
+    results_csv = out_dir / "results.csv"
+    try:
+        os.unlink(results_csv)
+    except FileNotFoundError:
+        pass
     for p in todo:  # stale partial output must not be mistaken for a result
         try:
             os.unlink(points_dir / (p["id"] + ".json"))
@@ -533,11 +598,9 @@ def run_sweep(args, scenario, params, variants, seeds, fixed, out_dir):
                      str(points_dir / (p["id"] + ".err"))))
     failures, interrupted = run_jobs(args, jobs, progress)
 
-    rows = result_rows(points, scenario, points_dir, failures)
-    cr.write_results_csv(out_dir / "results.csv", rows, [n for n, _ in params])
     if interrupted:
-        sys.stderr.write("interrupted; results so far in %s; run the same command again "
-                         "to resume\n" % (out_dir / "results.csv"))
+        sys.stderr.write("interrupted; no results.csv written (the complete points are kept in "
+                         "%s); run the same command again to resume\n" % points_dir)
         return 130
     if failures:
         if args.quiet:
@@ -548,9 +611,16 @@ def run_sweep(args, scenario, params, variants, seeds, fixed, out_dir):
         sys.stderr.write("%d of %d point(s) failed: %s%s; stderr of each in %s/<id>.err\n" % (
             len(failures), len(points), ", ".join(ids[:10]),
             " and %d more" % more if more > 0 else "", points_dir))
+        sys.stderr.write("no results.csv written (only a sweep whose every point ran writes one): "
+                         "run the same command again to run the failed points only, or "
+                         "`scripts/sweep.py --collect %s` for a table of the complete points, "
+                         "the others marked missing\n" % out_dir)
+        return 1
+    rows = result_rows(points, scenario, points_dir, failures)
+    cr.write_results_csv(results_csv, rows, [n for n, _ in params])
     if not args.quiet:
-        sys.stderr.write("wrote %s\n" % (out_dir / "results.csv"))
-    return 1 if failures else 0
+        sys.stderr.write("wrote %s\n" % results_csv)
+    return 0
 
 
 def run_joblist(args, joblist, out_dir):

@@ -4,6 +4,7 @@
 """
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -191,6 +192,66 @@ class CsvReportTest(ReportCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("bad.json: expected {\"rows\": [...]}", r.stderr)
         self.assertFalse((self.tmp / "rep2").exists())
+
+    def assert_within_80_columns(self, out):
+        for name in ("report.md", "report.txt"):
+            for line in (out / name).read_text(encoding="utf-8").splitlines():
+                self.assertLessEqual(len(line), 80, "%s: %s" % (name, line))
+
+    def test_a_multi_variant_sweep_report_fits_80_columns(self):
+        # the README's SMMU sweep (3 variants x 7 CPU counts, trimmed points/*.json beside it):
+        # its measured rows (data/calibration.json) for every variant and its long line names
+        # made report.md 170 columns wide, report.txt 162
+        src = FIXTURES / "smmu_sweep"
+        out = self.tmp / "rep"
+        r = subprocess.run([sys.executable, str(SCRIPTS / "report.py"), str(src / "results.csv"),
+                            "--out", str(out)], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_within_80_columns(out)
+        md = (out / "report.md").read_text(encoding="utf-8")
+        self.assert_plain_markdown(md)
+        table = md.split("## ops_per_cpu_per_s (ops/s per CPU) at every point\n")[1].split("\n## ")[0]
+        self.assertRegex(table, r"\| cpus \| cmpxchg \(base\) \| spinlock-fallback \| +fetch-add \|\n")
+        # the measured rows one per line, beside the model's value and its error
+        self.assertIn("Measured beside the model", table)
+        self.assertRegex(table, r"\| cpus \| variant +\| +measured \| +model \| +error \|")
+        for v in ("cmpxchg", "spinlock-fallback", "fetch-add"):
+            self.assertRegex(table, r"\| +96 \| %s +\| +[0-9.e]+ ±\d+%%( \(\w+\))? \| +[0-9.e]+ \| +[-+][0-9.]+%% \|"
+                             % re.escape(v))
+        # the contended lines a table per variant, no name cut
+        self.assertIn("| line (spinlock-fallback) ", md)
+        self.assertIn("`arm_smmu_cmdq.valid_map_ptr+owner_prod+lock+slock`", md)
+        # report.html keeps the whole tables
+        html = (out / "report.html").read_text(encoding="utf-8")
+        self.assertIn("<th>measured</th>", html)
+        self.assertIn("<th>variant</th><th>line</th>", html)
+        self.assertNotIn("line (cmpxchg)", html)
+        # more variants, with longer names, than fit side by side: the every-point tables go
+        # in parts of 80 columns, each repeating the swept parameter
+        rows = (src / "results.csv").read_text().splitlines()
+        more = self.tmp / "more"
+        shutil.copytree(src / "points", more / "points")  # the headline metrics: 2 tables, 2 plots
+        variants = ["cmpxchg", "spinlock-fallback", "fetch-add"]
+        renamed = [v + "-with-a-long-name" for v in variants]
+        lines = rows[:1] + rows[1:] + [l.replace("," + v + ",", "," + n + ",", 1)
+                                       for l in rows[1:] for v, n in zip(variants, renamed)
+                                       if ("," + v + ",") in l]
+        (more / "results.csv").write_text("\n".join(lines) + "\n")
+        desc = json.loads((src / "sweep.json").read_text())
+        desc["variants"] = variants + renamed
+        (more / "sweep.json").write_text(json.dumps(desc))
+        r = subprocess.run([sys.executable, str(SCRIPTS / "report.py"), str(more / "results.csv"),
+                            "--out", str(out)], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_within_80_columns(out)
+        md = (out / "report.md").read_text(encoding="utf-8")
+        table = md.split("## total_ops_per_s (ops/s) at every point\n")[1].split("\n## ")[0]
+        heads = [[c.strip() for c in l.strip("|").split("|")] for l in table.splitlines()
+                 if l.startswith("| cpus |")]
+        self.assertGreater(len(heads), 1)
+        self.assertEqual(sorted(c for h in heads for c in h[1:]),
+                         sorted(["cmpxchg (base)"] + variants[1:] + renamed))
+        self.assertEqual(table.count("|   96 |"), len(heads))
 
     def test_baseline_option_and_errors(self):
         out = self.tmp / "rep"

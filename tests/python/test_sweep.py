@@ -7,6 +7,7 @@ import csv
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -202,6 +203,11 @@ class RunTest(SweepCase):
         self.assertIn("--override-variant", call)
 
     def test_failed_point_does_not_stop_others(self):
+        # an earlier complete sweep here: its results.csv must not outlive a failed one
+        self.assertEqual(self.sweep(*self.grid_args(), "-q").returncode, 0)
+        self.assertTrue((self.out / "results.csv").exists())
+        shutil.rmtree(self.out / "points")
+        self.log.unlink()
         r = self.sweep(*self.grid_args(), env={"FAKE_COHSIM_FAIL": "cpus=4"})
         self.assertEqual(r.returncode, 1)
         self.assertEqual(len(self.calls()), 8)
@@ -213,9 +219,16 @@ class RunTest(SweepCase):
         self.assertIn("# command: ", err)
         self.assertIn("run %s --variant fetch-add" % self.scenario, err)
         self.assertIn("check failed", err)
+        # never a partial results.csv: none at all, the complete points kept for the re-run
+        self.assertIn("no results.csv written", r.stderr)
+        self.assertEqual(sorted(p.name for p in self.out.iterdir()), ["points", "sweep.json"])
+        self.assertEqual(len(list((self.out / "points").glob("*.json"))), 4)
+        # --collect tabulates the complete ones, the failed ones marked missing (exit 1)
+        r = self.sweep("--collect", str(self.out), "-q", cohsim=None, scenario=False)
+        self.assertEqual(r.returncode, 1, r.stderr)
         _, rows = read_csv(self.out / "results.csv")
         status = {(r["variant"], r["param.cpus"], r["seed"]): r["status"] for r in rows}
-        self.assertEqual(status[("cmpxchg", "4", "1")], "failed")
+        self.assertEqual(status[("cmpxchg", "4", "1")], "missing")
         self.assertEqual(status[("cmpxchg", "2", "1")], "ok")
         self.assertEqual(sum(s == "ok" for s in status.values()), 4)
         # fixed: only the failed points run again; their .err files go away
@@ -224,6 +237,32 @@ class RunTest(SweepCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(len(self.calls()), 4)
         self.assertEqual(list((self.out / "points").glob("*.err")), [])
+        _, rows = read_csv(self.out / "results.csv")
+        self.assertEqual([r["status"] for r in rows], ["ok"] * 8)
+
+    def test_an_interrupted_sweep_leaves_no_results_csv(self):
+        self.assertEqual(self.sweep(*self.grid_args(), "-q").returncode, 0)
+        shutil.rmtree(self.out / "points")
+        self.log.unlink()
+        e = dict(os.environ, FAKE_COHSIM_LOG=str(self.log), FAKE_COHSIM_SLEEP="30")
+        e.pop("COHSIM", None)
+        proc = subprocess.Popen([sys.executable, str(SCRIPTS / "sweep.py"), str(self.scenario),
+                                 *self.grid_args(), "-q", "--cohsim", str(FAKE)],
+                                env=e, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 20
+            while len(self.calls()) < 4 and time.monotonic() < deadline:  # points running
+                time.sleep(0.05)
+            self.assertEqual(len(self.calls()), 4)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.assertEqual(proc.returncode, 130, err)
+        self.assertIn("no results.csv written", err)
+        self.assertFalse((self.out / "results.csv").exists())
 
     def test_exit_zero_without_result_is_a_failure(self):
         r = self.sweep("--param", "cpus=2,4", "-q", "--out", str(self.out),
@@ -305,6 +344,41 @@ class NameCheckTest(SweepCase):
         # the flag the refusal suggests is one sweep.py takes
         self.assertIn("--override-variant", subprocess.run(
             [sys.executable, str(SCRIPTS / "sweep.py"), "--help"], capture_output=True, text=True).stdout)
+
+
+    @unittest.skipUnless(REAL.exists(), "build/release/cohsim not built")
+    def test_bad_values_fail_before_any_point_and_write_nothing(self):
+        def sweep(scenario, *args):
+            return subprocess.run([sys.executable, str(SCRIPTS / "sweep.py"),
+                                   str(REPO / "configs" / "scenarios" / scenario), *args,
+                                   "-q", "--out", str(self.out), "--cohsim", str(REAL)],
+                                  capture_output=True, text=True, timeout=120)
+        # a later value out of bounds (the first one is fine), in every variant
+        r = sweep("smmu-kunpeng920.json", "--param", "cpus=2,-4",
+                  "--variant", "cmpxchg,fetch-add")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("params.cpus: value -4: a CPU count must be 1..96", r.stderr)
+        self.assertIn("(variant cmpxchg, cpus=-4, and 1 more)", r.stderr)
+        self.assertIn("no point ran", r.stderr)
+        self.assertFalse(self.out.exists())
+        # a value that cannot be read
+        r = sweep("smmu-kunpeng920.json", "--param", "duration=1ms,fast")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("params.duration", r.stderr)
+        self.assertIn("fast", r.stderr)
+        self.assertFalse(self.out.exists())
+        # values fine alone that do not go together
+        r = sweep("c2c-kunpeng920.json", "--param", "cpu_a=1,2", "--param", "cpu_b=2,3")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("params.cpu_b: value 2: must differ from cpu_a (cpu_a=2, cpu_b=2)", r.stderr)
+        self.assertFalse(self.out.exists())
+        # a job list is not written either
+        jobs = self.tmp / "jobs.txt"
+        r = sweep("smmu-kunpeng920.json", "--param", "cpus=2,200", "--emit-joblist", str(jobs))
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("params.cpus: value 200", r.stderr)
+        self.assertFalse(jobs.exists())
+        self.assertFalse(self.out.exists())
 
 
 class MultiMachineTest(SweepCase):
