@@ -203,6 +203,7 @@ TEST_CASE("the exported JSON Schema accepts every shipped platform and scenario"
         "assert files\n"
         "for f in files:\n"
         "    jsonschema.validate(load(f), schema)\n"
+        "    jsonschema.validate(json.load(open(f)), schema)\n"  // as an editor sees it, include and all
         "bad = load(files[0]); bad['unexpected_key'] = 1\n"
         "try:\n"
         "    jsonschema.validate(bad, schema); sys.exit(3)\n"

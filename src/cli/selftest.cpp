@@ -50,6 +50,17 @@ void merge_schema(json& into, const json& from) {
 
 }  // namespace
 
+namespace {
+/// `schema` with no key required anywhere: a file that includes a base holds only what it changes.
+json without_required(json schema) {
+  if (!schema.is_object()) return schema;
+  schema.erase("required");
+  for (auto& [key, value] : schema.items())
+    if (value.is_object()) value = without_required(value);
+  return schema;
+}
+}  // namespace
+
 int cmd_schema(const std::vector<std::string>& args) {
   if (args.size() != 1 || (args[0] != "platform" && args[0] != "scenario")) {
     if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
@@ -85,7 +96,18 @@ int cmd_schema(const std::vector<std::string>& args) {
   platform_schema["patternProperties"] = {{"^_", {{"description", "comment"}}}};
   platform_schema["additionalProperties"] = false;  // the loader refuses keys no model reads
   if (args[0] == "platform") {
-    std::cout << platform_schema.dump(1) << "\n";
+    // A file with an include is checked as it stands: every key it has must be a platform key of the
+    // right kind, none is required (the base has them; cohsim checks the merged file when it loads it).
+    json whole = platform_schema;
+    whole.erase("$schema");
+    whole.erase("title");
+    json partial = without_required(whole);
+    const json doc = {{"$schema", platform_schema["$schema"]},
+                      {"title", platform_schema["title"]},
+                      {"if", {{"required", {"include"}}}},
+                      {"then", partial},
+                      {"else", whole}};
+    std::cout << doc.dump(1) << "\n";
     return kOk;
   }
   json names = json::array();
