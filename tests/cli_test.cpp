@@ -273,3 +273,14 @@ TEST_CASE("an output that cannot be written or that is an input is refused befor
     CHECK_THAT(r.output, Catch::Contains(says) && !Catch::Contains("running"));
   }
 }
+
+TEST_CASE("compare of a scenario without variants names its one column and says why there are no ranges", "[cli]") {
+  TempDir dir;
+  dir.write("p.json", platform_json().dump(1));
+  const std::string scenario = dir.write("s.json", good_scenario().dump(1));
+  const auto r = run_cli(fmt::format("compare {}", quoted(scenario)));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("metric") && Catch::Contains("value") &&
+                           Catch::Contains("one variant, no difference to give a range of"));
+}

@@ -142,7 +142,8 @@ void print_table(const std::vector<RunOutput>& runs) {
   for (const auto& n : names) w = std::max(w, n.size());
   std::cout << fmt::format("{:<{}}", "metric", w);
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    std::cout << fmt::format("  {:>14}", runs[i].doc["label"].get<std::string>());
+    const std::string label = runs[i].doc["label"].get<std::string>();
+    std::cout << fmt::format("  {:>14}", label.empty() ? "value" : label);
     if (i > 0) std::cout << fmt::format("  {:>9}", "diff");
   }
   std::cout << "\n";
@@ -350,6 +351,11 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
     doc["sensitivity_mode"] = {{"mode", "full"}};
   } else if (o.no_sensitivity) {
     doc["sensitivity_mode"] = {{"mode", "none"}, {"why", "--no-sensitivity"}};
+  } else {
+    const std::string why = "one variant, no difference to give a range of: `cohsim sensitivity` gives the "
+                            "ranges of its metrics";
+    doc["sensitivity_mode"] = {{"mode", "none"}, {"why", why}};
+    if (!o.quiet) std::cerr << "compare: " << why << "\n";
   }
   if (with_sensitivity || quick) {
     const std::string stored_ranges = source_dir() + "/data/calibrated-ranges.json";
