@@ -284,3 +284,12 @@ TEST_CASE("compare of a scenario without variants names its one column and says 
   CHECK_THAT(r.output, Catch::Contains("metric") && Catch::Contains("value") &&
                            Catch::Contains("one variant, no difference to give a range of"));
 }
+
+TEST_CASE("a platform a --set made inconsistent is reported with the --set that changed it", "[cli]") {
+  const auto r = run_cli(fmt::format("run {} --set platform.topology.sockets=1",
+                                     quoted(source_path("configs/scenarios/c2c-kunpeng920.json"))));
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("platform.interconnect.socket") &&
+                           Catch::Contains("(the file as changed by --set platform.topology.sockets=1)"));
+}

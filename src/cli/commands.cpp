@@ -149,7 +149,20 @@ RunOutput run_scenario(const std::string& path, const std::string& variant,
   auto s = scenario::load_scenario(path, variant, overrides, platform_file);
   const std::uint64_t used_seed = seed.value_or(s.seed);
   auto wall0 = std::chrono::steady_clock::now();
-  scenario::Run run(s, used_seed);
+  std::optional<scenario::Run> built;
+  try {
+    built.emplace(s, used_seed);
+  } catch (const config::ConfigError& e) {
+    // A platform the --sets changed can fail on a value the file itself has right (one socket left
+    // and the socket link still there): say which --sets the file was read with.
+    std::string sets;
+    for (const auto& o : overrides)
+      if (o.key.rfind("platform.", 0) == 0 && o.key != e.path() && e.path().rfind("platform.", 0) == 0)
+        sets += fmt::format("{}--set {}={}", sets.empty() ? "" : ", ", o.key, o.value);
+    if (sets.empty()) throw;
+    throw config::ConfigError(e.file(), e.path(), fmt::format("{} (the file as changed by {})", e.message(), sets));
+  }
+  scenario::Run& run = *built;
   if (progress && ::isatty(STDERR_FILENO)) install_progress_line(run.machine().sim(), wall0);
   std::unique_ptr<sim::Tracer> tracer;
   if (trace != nullptr && !trace->file.empty()) {

@@ -132,7 +132,8 @@ ConfigError::ConfigError(const std::string& file, const std::string& path, const
     : std::runtime_error(path.empty() ? fmt::format("{}: {}", file, message)
                                       : fmt::format("{}: {}: {}", file, path, message)),
       file_(file),
-      path_(path) {}
+      path_(path),
+      message_(message) {}
 
 Reader::Reader(const json* object, std::string file, std::string root_path, Registry* registry, bool sourced,
                json* schema)

@@ -32,9 +32,11 @@ class ConfigError : public std::runtime_error {
   ConfigError(const std::string& file, const std::string& path, const std::string& message);
   const std::string& file() const { return file_; }
   const std::string& path() const { return path_; }
+  /// The message without the file and path.
+  const std::string& message() const { return message_; }
 
  private:
-  std::string file_, path_;
+  std::string file_, path_, message_;
 };
 
 /// How a value is written in a config file.
