@@ -111,3 +111,11 @@ TEST_CASE("The Dat3M AArch64 suite witnesses no forbidden outcome", "[litmus][su
   CHECK(s.supported() == s.tests);
   CHECK(s.allowed_seen >= (kSanitized ? 0.4 : 0.68) * s.allowed_run);
 }
+
+TEST_CASE("a single test file gets the verdicts of its folder's kinds.txt", "[litmus][suite]") {
+  std::vector<std::string> kinds_files;
+  const auto files = expand_paths({test::source_path("tests/data/litmus/herdtools7/aarch64/SB.litmus")}, kinds_files);
+  REQUIRE(files.size() == 1);
+  REQUIRE(kinds_files.size() == 1);
+  CHECK(read_kinds(kinds_files[0]).count("SB") == 1);
+}

@@ -43,6 +43,7 @@ std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std
       note_kinds(path.parent_path());
     } else if (fs::is_regular_file(path)) {
       files.push_back(p);
+      note_kinds(path.has_parent_path() ? path.parent_path() : fs::path("."));  // its folder's verdicts
     } else {
       throw ParseError(p, 0, p, "expected an existing file, directory or @list");
     }
