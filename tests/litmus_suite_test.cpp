@@ -119,3 +119,19 @@ TEST_CASE("a single test file gets the verdicts of its folder's kinds.txt", "[li
   REQUIRE(kinds_files.size() == 1);
   CHECK(read_kinds(kinds_files[0]).count("SB") == 1);
 }
+
+TEST_CASE("tests of two folders run together are each judged by their own folder's kinds", "[litmus][suite]") {
+  std::vector<std::string> kinds_files, file_kinds;
+  const auto files = expand_paths({test::source_path("tests/data/litmus/herdtools7/x86_64/MP.litmus"),
+                                   test::source_path("tests/data/litmus/herdtools7/aarch64/MP.litmus")},
+                                  kinds_files, &file_kinds);
+  REQUIRE(files.size() == 2);
+  REQUIRE(file_kinds.size() == 2);
+  CHECK(file_kinds[0] == test::source_path("tests/data/litmus/herdtools7/x86_64/kinds.txt"));
+  CHECK(file_kinds[1] == test::source_path("tests/data/litmus/herdtools7/aarch64/kinds.txt"));
+  // the CLI: the AArch64 MP (Allowed there) is not judged by x86's Forbidden
+  const auto r = test::run_cli(fmt::format("litmus --runs 200 {} {}", test::quoted(files[0]), test::quoted(files[1])));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, !Catch::Contains("UNSOUND (kinds"));
+}

@@ -45,8 +45,8 @@ int cmd_litmus(const std::vector<std::string>& args) {
       "thread i of each test on the i-th CPU of this list (e.g. 0,48 or 0-3); default: spread over the cores "
       "(kunpeng920: 0,48 for two threads)")(
       "kinds", po::value(&kinds_file),
-      "herd kinds file (NAME Allowed|Forbidden|Required per line); default: the kinds.txt of each directory "
-      "PATH or @list's directory")("json", po::value(&json_file), "write the results as JSON (atomically)");
+      "herd kinds file (NAME Allowed|Forbidden|Required per line) for every test; default: each test's "
+      "folder's kinds.txt (an @list's: the list's folder's)")("json", po::value(&json_file), "write the results as JSON (atomically)");
   po::options_description hidden;
   hidden.add_options()("paths", po::value(&paths));
   po::options_description all;
@@ -74,11 +74,19 @@ int cmd_litmus(const std::vector<std::string>& args) {
   check_output_file("--json", json_file, paths);
   if (vm.count("cpus")) options.cpus = parse_litmus_cpus(cpus);
   try {
-    std::vector<std::string> kinds_files;
-    const auto files = litmus::expand_paths(paths, kinds_files);
-    if (!kinds_file.empty()) kinds_files = {kinds_file};
-    for (const auto& k : kinds_files)
-      for (const auto& [name, kind] : litmus::read_kinds(k)) options.kinds.emplace(name, kind);
+    std::vector<std::string> kinds_files, file_kinds;
+    const auto files = litmus::expand_paths(paths, kinds_files, &file_kinds);
+    // Each test is judged by --kinds, else by the kinds.txt of its own folder (or @list's): an x86 MP and
+    // an AArch64 MP run together each get their own architecture's verdict.
+    std::map<std::string, litmus::SuiteOptions> judged_by;  // kinds file ("": none) -> the options with its kinds
+    for (const auto& k : kinds_file.empty() ? kinds_files : std::vector<std::string>{kinds_file}) {
+      judged_by[k] = options;
+      judged_by[k].kinds = litmus::read_kinds(k);
+    }
+    judged_by[""] = options;
+    auto options_for = [&](std::size_t i) -> const litmus::SuiteOptions& {
+      return judged_by.at(!kinds_file.empty() ? kinds_file : file_kinds[i]);
+    };
     std::map<std::string, scenario::PlatformDoc> platforms;
     if (options.platform) platforms.emplace(*options.platform, scenario::load_platform(*options.platform));  // bad: exit 2 now
     std::vector<litmus::Entry> entries;
@@ -86,7 +94,7 @@ int cmd_litmus(const std::vector<std::string>& args) {
     for (std::size_t i = 0; i < files.size(); ++i) {
       if (files.size() > 1 && (tty || i % 25 == 0))
         std::cerr << fmt::format("{}litmus: [{}/{}] {}{}", tty ? "\r" : "", i + 1, files.size(), files[i], tty ? "\033[K" : "\n");
-      entries.push_back(litmus::run_file(files[i], options, platforms));
+      entries.push_back(litmus::run_file(files[i], options_for(i), platforms));
       if (entries.back().status == litmus::Entry::Status::error && tty) std::cerr << "\n";
       if (entries.back().status == litmus::Entry::Status::error) std::cerr << "cohsim: error: " << entries.back().reason << "\n";
       std::cout << litmus::format_entry(entries.back()) << std::flush;

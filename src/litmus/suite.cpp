@@ -12,12 +12,16 @@ namespace cohsim::litmus {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std::vector<std::string>& kinds_files) {
+std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std::vector<std::string>& kinds_files,
+                                      std::vector<std::string>* file_kinds) {
   std::vector<std::string> files;
+  // The folder's kinds.txt judges the files just added (none there: "").
   auto note_kinds = [&](const fs::path& dir) {
-    const fs::path k = dir / "kinds.txt";
-    if (fs::is_regular_file(k) && std::find(kinds_files.begin(), kinds_files.end(), k.string()) == kinds_files.end())
+    const fs::path k = (dir.empty() ? fs::path(".") : dir) / "kinds.txt";
+    const bool there = fs::is_regular_file(k);
+    if (there && std::find(kinds_files.begin(), kinds_files.end(), k.string()) == kinds_files.end())
       kinds_files.push_back(k.string());
+    if (file_kinds) file_kinds->resize(files.size(), there ? k.string() : "");
   };
   for (const std::string& p : paths) {
     const fs::path path(p);
@@ -43,7 +47,7 @@ std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std
       note_kinds(path.parent_path());
     } else if (fs::is_regular_file(path)) {
       files.push_back(p);
-      note_kinds(path.has_parent_path() ? path.parent_path() : fs::path("."));  // its folder's verdicts
+      note_kinds(path.parent_path());
     } else {
       throw ParseError(p, 0, p, "expected an existing file, directory or @list");
     }

@@ -15,9 +15,11 @@ namespace cohsim::litmus {
 
 /// Test files named by `paths`: a file as is, a directory's *.litmus files
 /// (sorted), an `@list` file's entries (relative to the list; `#` comments).
-/// `kinds_files` receives the kinds.txt of each directory or list's directory.
+/// `kinds_files` receives the kinds.txt of each directory, test file's folder or list's directory, and
+/// `file_kinds` (when given), for each test file, the one of those that judges it ("" for none).
 /// Throws ParseError for a path that does not exist.
-std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std::vector<std::string>& kinds_files);
+std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std::vector<std::string>& kinds_files,
+                                      std::vector<std::string>* file_kinds = nullptr);
 
 /// How to run the tests.
 struct SuiteOptions {
