@@ -205,11 +205,17 @@ TEST_CASE("the exported JSON Schema accepts every shipped platform and scenario"
         "    jsonschema.validate(load(f), schema)\n"
         "    jsonschema.validate(json.load(open(f)), schema)\n"  // as an editor sees it, include and all
         "bad = load(files[0]); bad['unexpected_key'] = 1\n"
+        "if '{}' == 'platform':\n"  // an include-based file: a number it sets still needs its source
+        "    unsourced = {{'include': 'x.json', 'caches': {{'llc': {{'size': {{'value': '1MiB'}}}}}}}}\n"
+        "    try:\n"
+        "        jsonschema.validate(unsourced, schema); sys.exit(4)\n"
+        "    except jsonschema.ValidationError:\n"
+        "        pass\n"
         "try:\n"
         "    jsonschema.validate(bad, schema); sys.exit(3)\n"
         "except jsonschema.ValidationError:\n"
         "    pass\n",
-        schema, folder);
+        schema, folder, kind);
     const std::string py = dir.write(kind + "_check.py", script);
     INFO(kind << " schema");
     CHECK(std::system(fmt::format("/usr/bin/python3 {}", quoted(py)).c_str()) == 0);
@@ -255,8 +261,15 @@ TEST_CASE("an output that cannot be written or that is an input is refused befor
   auto onto_input = run_cli(fmt::format("run {} --json {}", quoted(scenario), quoted(scenario)));
   INFO(onto_input.output);
   CHECK(onto_input.exit_code == 2);
-  CHECK_THAT(onto_input.output, Catch::Contains("--json: this is the input"));
+  CHECK_THAT(onto_input.output, Catch::Contains("--json: the run also reads or writes"));
   CHECK(read_all(scenario) == before);
+  // ... nor onto the platform the scenario names, nor the trace's file when neither exists yet
+  const std::string platform = dir.file("p.json"), platform_before = read_all(platform);
+  CHECK(run_cli(fmt::format("run {} --json {}", quoted(scenario), quoted(platform))).exit_code == 2);
+  CHECK(read_all(platform) == platform_before);
+  const std::string both = dir.file("both.json");
+  CHECK(run_cli(fmt::format("run {} --json {} --trace {}", quoted(scenario), quoted(both), quoted(both))).exit_code == 2);
+  CHECK_FALSE(std::filesystem::exists(both));
   // compare: a missing file of --platforms, a --report that is a file, a --json into a missing directory;
   // each fails before the first variant runs
   dir.write("s.json", good_scenario().dump(1));

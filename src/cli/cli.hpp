@@ -103,6 +103,8 @@ void write_file_atomically(const std::string& path, const std::string& text);
 /// Bad input (a ConfigError, exit 2) before any run when output `path` of `option` cannot be written: a
 /// directory, a missing or read-only directory, or one of the run's `inputs`. An empty path passes.
 void check_output_file(const std::string& option, const std::string& path, const std::vector<std::string>& inputs = {});
+/// Every input file read so far (scenarios, platforms and their includes), as read.
+std::vector<std::string> files_read();
 /// Prints metrics as an aligned table.
 std::string format_metrics(const scenario::Results& r);
 /// The repository root (for data/ and scripts/), from the binary's build-time source dir.

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.hpp"
+#include "cohsim/config/inputs_read.hpp"
 #include "provenance.hpp"
 
 namespace cohsim::cli {
@@ -99,9 +100,19 @@ void check_output_file(const std::string& option, const std::string& path, const
     throw config::ConfigError(path, "", fmt::format("{}: its directory {} does not exist", option, dir.string()));
   if (::access(dir.c_str(), W_OK) != 0)
     throw config::ConfigError(path, "", fmt::format("{}: cannot write in {} (no permission)", option, dir.string()));
-  for (const auto& in : inputs)
-    if (!in.empty() && fs::exists(target, ec) && fs::exists(in, ec) && fs::equivalent(target, in, ec))
-      throw config::ConfigError(path, "", fmt::format("{}: this is the input {}: name another file", option, in));
+  auto same = [&](const std::string& other) {
+    if (fs::exists(target, ec) && fs::exists(other, ec)) return fs::equivalent(target, other, ec);
+    return fs::weakly_canonical(target, ec) == fs::weakly_canonical(other, ec);  // one not written yet
+  };
+  for (const auto& other : inputs)
+    if (!other.empty() && same(other))
+      throw config::ConfigError(path, "", fmt::format("{}: the run also reads or writes {}: name another file", option, other));
+}
+
+std::vector<std::string> files_read() {
+  std::vector<std::string> out;
+  for (const auto& [path, digest] : config::inputs_read()) out.push_back(path);
+  return out;
 }
 
 std::string format_metrics(const scenario::Results& r) {
@@ -318,12 +329,15 @@ int cmd_run(const std::vector<std::string>& args) {
     trace.to = *to;
     if (trace.file.empty()) throw config::ConfigError("--trace-window", trace_window, "needs --trace FILE to write the trace to");
   }
-  check_output_file("--json", common.json_out, {scenario_path, platform_file, trace.file});
-  check_output_file("--trace", trace.file, {scenario_path, platform_file});
   const auto overrides = overrides_of(common);
-  if (!variant.empty())
-    check_sets_keep_variants(scenario::load_scenario(scenario_path, variant, overrides, platform_file), {variant},
-                             overrides, override_variant);
+  // Loaded once before the run: bad input fails now, and the files it reads (scenario, platform, includes)
+  // are inputs no output may replace.
+  const auto loaded = scenario::load_scenario(scenario_path, variant, overrides, platform_file);
+  if (!variant.empty()) check_sets_keep_variants(loaded, {variant}, overrides, override_variant);
+  auto inputs = files_read();
+  check_output_file("--trace", trace.file, inputs);
+  inputs.push_back(trace.file);
+  check_output_file("--json", common.json_out, inputs);
   RunOutput out =
       run_scenario(scenario_path, variant, overrides, common.seed, !common.quiet, &trace, platform_file);
   add_provenance(out.doc);

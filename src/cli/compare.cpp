@@ -238,9 +238,7 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
   }
   if (with_sensitivity && o.seeds > 1)
     throw config::ConfigError("--seeds", std::to_string(o.seeds), "not combined with sensitivity (one seed)");
-  // Outputs that cannot be written fail now, before the runs.
-  check_output_file("--json", o.json_out, {o.scenario, o.platform_file});
-  check_report_dir(o.report_dir);
+  check_report_dir(o.report_dir);  // (--json is checked once the inputs are read, below)
   const std::vector<std::string> platforms =
       o.platforms_csv.empty() ? std::vector<std::string>{o.platform_file} : split_csv(o.platforms_csv);
   if (!o.platforms_csv.empty()) {
@@ -260,6 +258,7 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
   }
   auto ov = overrides_of(o.sets);
   const auto base = scenario::load_scenario(o.scenario, "", ov, platforms.front());
+  check_output_file("--json", o.json_out, files_read());  // none of the files read so far, before the runs
   const std::uint64_t first_seed = o.seed.value_or(base.seed);
   std::vector<std::string> variants;
   std::vector<RunOutput> runs, every_run;  // runs: one per variant and platform (the median over seeds)
@@ -352,8 +351,10 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
   } else if (o.no_sensitivity) {
     doc["sensitivity_mode"] = {{"mode", "none"}, {"why", "--no-sensitivity"}};
   } else {
-    const std::string why = "one variant, no difference to give a range of: `cohsim sensitivity` gives the "
-                            "ranges of its metrics";
+    const std::string why = o.platforms_csv.empty()
+                                ? "one variant, no difference to give a range of: `cohsim sensitivity` gives the "
+                                  "ranges of its metrics"
+                                : "not with --platforms (name the platform in a copy of the scenario)";
     doc["sensitivity_mode"] = {{"mode", "none"}, {"why", why}};
     if (!o.quiet) std::cerr << "compare: " << why << "\n";
   }

@@ -35,7 +35,8 @@ void check_report_dir(const std::string& dir) {
   while (!p.empty() && !fs::exists(p, ec)) p = p.has_parent_path() && p.parent_path() != p ? p.parent_path() : fs::path();
   if (p.empty()) p = ".";
   if (!fs::is_directory(p, ec) || ::access(p.c_str(), W_OK) != 0)
-    throw config::ConfigError(dir, "", fmt::format("--report: cannot create the report directory in {}", p.string()));
+    throw config::ConfigError(dir, "", p == fs::path(dir) ? "--report: cannot write in this directory (no permission)"
+                                                          : fmt::format("--report: cannot create it in {}", p.string()));
 }
 
 ReportStaging::~ReportStaging() {

@@ -49,6 +49,9 @@ int cmd_rerun(const std::vector<std::string>& args) {
   if (const std::string cwd = doc.value("cwd", std::string()); !cwd.empty()) {
     std::error_code ec;
     if (std::filesystem::is_directory(cwd, ec)) std::filesystem::current_path(cwd, ec);
+    if (ec || !std::filesystem::is_directory(cwd))
+      std::cerr << fmt::format("cohsim rerun: the run's directory {} cannot be entered: its relative paths are read "
+                               "from here\n", cwd);
   }
   const auto inputs_before = config::inputs_read();  // the results file itself
   RunOutput out = run_scenario(scenario, variant, overrides, seed, false, nullptr, platform);

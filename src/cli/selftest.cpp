@@ -51,10 +51,17 @@ void merge_schema(json& into, const json& from) {
 }  // namespace
 
 namespace {
-/// `schema` with no key required anywhere: a file that includes a base holds only what it changes.
+/// `schema` with no section or key required: a file that includes a base holds only what it changes. A
+/// number it does write still needs its value and source.
 json without_required(json schema) {
   if (!schema.is_object()) return schema;
-  schema.erase("required");
+  if (auto r = schema.find("required"); r != schema.end() && r->is_array()) {
+    json kept = json::array();
+    for (const auto& key : *r)
+      if (key == "value" || key == "source") kept.push_back(key);
+    if (kept.empty()) schema.erase("required");
+    else *r = kept;
+  }
   for (auto& [key, value] : schema.items())
     if (value.is_object()) value = without_required(value);
   return schema;
