@@ -204,17 +204,20 @@ class DmaMapBench : public scenario::Workload {
     // A per-CPU rate is a count over the window: with few operations each, one more or less is a step of
     // 1 / window (200 ops/s in 5 ms), too coarse for per-CPU or per-die shares.
     constexpr double kFewOpsPerCpu = 100;
-    const auto idle = std::count(ops_.begin(), ops_.end(), std::uint64_t{0});
-    if (idle > 0 && total_ops > 0) {
-      // Not a coarse count: some CPUs complete nothing while the others work (who wins the claim).
+    std::vector<double> working;  // ops of the CPUs that completed any
+    for (std::uint64_t n : ops_)
+      if (n > 0) working.push_back(static_cast<double>(n));
+    const auto idle = cpus_.size() - working.size();
+    if (idle > 0 && !working.empty() && median(working) >= kFewOpsPerCpu) {
+      // Not a coarse count: some CPUs complete nothing while the others complete many (who wins the claim).
       cohsim::log("dma-map-bench")
-          ->warn("{} of {} CPUs completed no operation in the {} window while the others completed {}: they "
-                 "starved for the whole window (ops_per_cpu_per_s.dieN shows which dies)",
-                 idle, cpus_.size(), sim::format_time(window_.length()), total_ops);
-    }
-    if (const double counted = median(per_cpu) * seconds; counted > 0 && counted < kFewOpsPerCpu) {
+          ->warn("{} of {} CPUs completed no operation in the {} window while the others completed {} each "
+                 "(median): they starved for the whole window (ops_per_cpu_per_s.dieN shows which dies)",
+                 idle, cpus_.size(), sim::format_time(window_.length()), median(working));
+    } else if (const double counted = static_cast<double>(total_ops) / static_cast<double>(cpus_.size());
+               counted < kFewOpsPerCpu) {
       cohsim::log("dma-map-bench")
-          ->warn("each CPU completed about {:.0f} operations in the {} window (median): per-CPU and per-die rates "
+          ->warn("each CPU completed about {:.1f} operations in the {} window (mean): per-CPU and per-die rates "
                  "move in steps of {:.0f} ops/s; a longer --set duration=... makes them finer",
                  counted, sim::format_time(window_.length()), 1.0 / seconds);
     }
