@@ -197,3 +197,14 @@ TEST_CASE("a pointer chase never gets cheaper as its buffer grows, and one betwe
     CHECK(dram.get("dram_reads") == 2000);
   }
 }
+
+TEST_CASE("a chase a little larger than the L3 still hits it in the sets that keep their lines", "[fabric][llc]") {
+  // Kunpeng 920: 24 MiB, 16 ways. 25 MiB puts 17 lines in two thirds of the sets (they miss every pass)
+  // and 16 in the rest (they hit), so the default warm-up is a whole pass there: a third of the loads hit.
+  auto s = scenario::load_scenario(source_path("configs/scenarios/mem-latency-kunpeng920.json"), "",
+                                   {{"buffer", "25MiB"}, {"loads", "4000"}});
+  scenario::Run run(s, 1);
+  const auto r = run.execute();
+  CHECK(r.get("llc_hits") > 0.25 * 4000);
+  CHECK(r.get("dram_reads") > 0.5 * 4000);
+}

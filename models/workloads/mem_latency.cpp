@@ -1,7 +1,8 @@
-// Memory load latency: a dependent random pointer chase over a buffer larger
-// than the last-level cache (lmbench lat_mem_rd -t), from CPU `cpu` with the
-// buffer on node `node`. The chain is a random cyclic permutation of the
+// Memory load latency: a dependent random pointer chase over a buffer (lmbench
+// lat_mem_rd -t; larger than the last-level cache for DRAM), from CPU `cpu`
+// with the buffer on node `node`. The chain is a random cyclic permutation of the
 // buffer's lines; each load's address depends on the previous load.
+#include <algorithm>
 #include <fmt/format.h>
 #include <numeric>
 
@@ -22,15 +23,19 @@ class MemLatency : public scenario::Workload {
     bytes_ = p.size("buffer", Spec{.doc = "buffer size", .def = "64MiB", .min = 4096, .max = 1e10});
     loads_ = static_cast<int>(p.integer("loads", Spec{.doc = "measured loads", .def = 20000, .min = 1, .max = 1e8}));
     // lat_mem_rd chases its list again and again, so the value it reports is
-    // the warm one: one pass over a buffer that fits in the LLC fills the
-    // caches. A larger one needs none: the chase is a cycle through the
-    // buffer, so every line comes back after more loads than the LRU LLC
-    // keeps lines, and misses every cache on every pass.
+    // the warm one: one pass fills the caches. The chase is a cycle through
+    // the contiguous buffer, whose lines spread evenly over the LLC's sets: a
+    // set that gets more lines than its ways misses on every pass (LRU), one
+    // that gets no more keeps them. From (ways + 1) lines per set on, every set
+    // misses every pass, so a buffer that large needs no warm-up.
     const std::uint64_t lines = bytes_ / fabric::kLineBytes;
-    const bool fits = bytes_ <= m.fabric().params().llc.size;
+    const auto& llc = m.fabric().params().llc;
+    const int ways = std::max(llc.assoc, 1);
+    const bool some_hit = static_cast<double>(bytes_) < static_cast<double>(llc.size) * (ways + 1.0) / ways;
     warmup_ = static_cast<int>(p.integer(
-        "warmup", Spec{.doc = "loads before measuring (default: one pass over a buffer that fits in the LLC, else 2000)",
-                       .def = fits ? static_cast<std::int64_t>(lines) : std::int64_t{2000}, .min = 0, .max = 1e8}));
+        "warmup", Spec{.doc = "loads before measuring (default: one pass over a buffer some of whose lines stay in "
+                              "the LLC, else 2000)",
+                       .def = some_hit ? static_cast<std::int64_t>(lines) : std::int64_t{2000}, .min = 0, .max = 1e8}));
   }
 
   Results run() override {
