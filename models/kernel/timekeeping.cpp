@@ -29,7 +29,7 @@ Clocksource parse_clocksource(const std::string& name) {
 
 Timekeeping::Timekeeping(scenario::Machine& m, devices::Hpet& hpet, Clocksource cs, WallTimeRead wall_read,
                          const TimekeepingCosts& costs, devices::UvRtc* rtc)
-    : m_(m), hpet_(hpet), rtc_(rtc), cs_(cs), wall_read_(wall_read), costs_(costs) {
+    : hpet_(hpet), rtc_(rtc), cs_(cs), wall_read_(wall_read), costs_(costs) {
   switch (cs) {
     case Clocksource::tsc:
       hz_ = m.cpu_params().clock_hz;

@@ -129,7 +129,6 @@ class Timekeeping {
   Task<std::uint64_t> read_counter(cpu::Cpu& c);  // rdtsc, an HPET or hub RTC MMIO read, no accounting
   bool in_window(Tick completed) const { return window_ == nullptr || window_->contains(completed); }
 
-  scenario::Machine& m_;
   devices::Hpet& hpet_;
   devices::UvRtc* rtc_;
   Clocksource cs_;
