@@ -18,11 +18,6 @@ using cli::Verdict;
 
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 /// A small platform file: one parameter fitted to two rows, one to a row no calibration file has,
 /// one estimate, one datasheet number, and one in an array.
 const char* kTinyPlatform = R"json({
@@ -162,13 +157,13 @@ TEST_CASE("validate --report writes report.md and a self-contained report.html a
   INFO(r.output);
   CHECK(plain.exit_code == 1);  // t.c2c.miss
   CHECK(r.exit_code == plain.exit_code);
-  const std::string md = read_file(out + "/a/b/report.md");
+  const std::string md = read_all(out + "/a/b/report.md");
   CHECK_THAT(md, Catch::Contains("validate: 3 ok, 1 known misses, 1 missed") &&
                      Catch::Contains("t.c2c.known: known miss") && Catch::Contains("\n 3 t.c2c.known ") &&
                      Catch::Contains("the test says so") && Catch::Contains(">=meas ok") &&
                      Catch::Contains("derived: t.c2c.ok / t.c2c.miss") && Catch::Contains("## kunpeng920 (") &&
                      Catch::Contains("platforms/kunpeng920.json): 3 ok, 1 known miss, 1 MISS"));
-  const std::string page = read_file(out + "/a/b/report.html");
+  const std::string page = read_all(out + "/a/b/report.html");
   CHECK_THAT(page, Catch::Contains("t.c2c.known") && Catch::Contains("data:image/png;base64,"));
   // Self-contained: every src and href is inline data; nothing from the network.
   int references = 0;
@@ -190,7 +185,7 @@ TEST_CASE("a --report DIR that is a file, or lies under one, is bad input before
   INFO(r.output);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains("not a directory") && !Catch::Contains("kp920.c2c.same-cluster"));
-  CHECK(read_file(file) == "keep me");
+  CHECK(read_all(file) == "keep me");
   const CliResult under = run_cli("validate --only kp920.c2c --report " + quoted(file + "/report"));
   INFO(under.output);
   CHECK(under.exit_code == 2);

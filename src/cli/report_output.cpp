@@ -14,9 +14,8 @@ namespace cohsim::cli {
 namespace fs = std::filesystem;
 
 ReportStaging::ReportStaging(const std::string& dir) : dir_(dir) {
+  check_report_dir(dir);
   std::error_code ec;
-  if (fs::exists(dir_, ec) && !fs::is_directory(dir_, ec))
-    throw config::ConfigError(dir, "", "--report: this is a file, not a directory: name a directory for the report");
   fs::create_directories(dir_, ec);
   if (ec)
     throw config::ConfigError(dir, "", fmt::format("--report: cannot create the report directory ({})", ec.message()));
@@ -36,7 +35,7 @@ void check_report_dir(const std::string& dir) {
   if (p.empty()) p = ".";
   if (!fs::is_directory(p, ec) || ::access(p.c_str(), W_OK) != 0)
     throw config::ConfigError(dir, "", p == fs::path(dir) ? "--report: cannot write in this directory (no permission)"
-                                                          : fmt::format("--report: cannot create it in {}", p.string()));
+                                                          : fmt::format("--report: cannot create the report directory in {}", p.string()));
 }
 
 ReportStaging::~ReportStaging() {
