@@ -208,12 +208,13 @@ class DmaMapBench : public scenario::Workload {
     for (std::uint64_t n : ops_)
       if (n > 0) working.push_back(static_cast<double>(n));
     const auto idle = cpus_.size() - working.size();
-    if (idle > 0 && !working.empty() && median(working) >= kFewOpsPerCpu) {
+    const double working_median = working.empty() ? 0.0 : median(working);
+    if (idle > 0 && working_median >= kFewOpsPerCpu) {
       // Not a coarse count: some CPUs complete nothing while the others complete many (who wins the claim).
       cohsim::log("dma-map-bench")
           ->warn("{} of {} CPUs completed no operation in the {} window while the others completed {} each "
                  "(median): they starved for the whole window (ops_per_cpu_per_s.dieN shows which dies)",
-                 idle, cpus_.size(), sim::format_time(window_.length()), median(working));
+                 idle, cpus_.size(), sim::format_time(window_.length()), working_median);
     } else if (const double counted = static_cast<double>(total_ops) / static_cast<double>(cpus_.size());
                counted < kFewOpsPerCpu) {
       cohsim::log("dma-map-bench")

@@ -145,8 +145,7 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
     // its way to the home waits for it (the L3 keeps one miss per line) and
     // looks again; a die that never serves the line (homed on another die,
     // remote_home_lines home) keeps no miss for it.
-    merges = p_.llc_merge_reads && t.event == DirEvent::GetS &&
-             !(p_.remote_home_via_home && topo_.die_of_node(mem_.home_node(line)) != die);
+    merges = p_.llc_merge_reads && t.event == DirEvent::GetS && !die_never_serves(line, die);
     bool can_serve = die_can_serve(h, line, die, agent, t.event);
     if (merges)
       while (!can_serve) {
@@ -210,8 +209,12 @@ Task<Tick> Fabric::obtain(int agent, int ep, Addr line, bool for_write) {
   co_return 0;
 }
 
+bool Fabric::die_never_serves(Addr line, int die) const {
+  return p_.remote_home_via_home && topo_.die_of_node(mem_.home_node(line)) != die;
+}
+
 bool Fabric::die_can_serve(const HomeLine& h, Addr line, int die, int agent, DirEvent event) const {
-  if (p_.remote_home_via_home && topo_.die_of_node(mem_.home_node(line)) != die) return false;
+  if (die_never_serves(line, die)) return false;
   if (h.state == DirState::EM) return h.owner != agent && agent_die(h.owner) == die;  // forwarded in the die
   // No core holds the line: the die's L3 still does when it was filled there
   // and no other die took the line exclusive since (which removed it from

@@ -244,6 +244,8 @@ class Fabric {
   /// True when `die` alone can serve `event` by `agent` (no copy it needs
   /// outside the die, and the die has the data).
   bool die_can_serve(const HomeLine& h, Addr line, int die, int agent, DirEvent event) const;
+  /// True when `die` never serves `line` itself (remote_home_lines home: a line homed on another die).
+  bool die_never_serves(Addr line, int die) const;
   /// The die of `agent` got `line` (`exclusive`: other dies' copies are gone).
   void llc_filled(int agent, Addr line, bool exclusive);
   inline bool holds_writable(int agent, Addr line) const;
