@@ -1,6 +1,7 @@
 // The SMMUv3 device and the arm_smmu_cmdq_issue_cmdlist variants.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -82,6 +83,72 @@ TEST_CASE("The SMMU executes commands in order, completes CMD_SYNC by MSI and ad
   CHECK(r.smmu.register_read(devices::SmmuReg::cmdq_cons) == 4);
   CHECK(fab.peek(q + 48, 4) == 0);  // MSIData written over the CMD_SYNC entry
   CHECK(r.smmu.stats().line_reads == 1);
+}
+
+namespace {
+/// The SMMU's busy time for `n` CMD_TLBI_NH_VAs written at once, with the
+/// platform's timing but `spread` as its service_spread, and the time of
+/// each command whose successor shares its queue line.
+std::pair<Tick, std::vector<Tick>> tlbi_times(double spread, std::uint64_t seed, int n) {
+  config::Registry registry;
+  scenario::Machine m{scenario::load_platform(COHSIM_SOURCE_DIR "/configs/platforms/kunpeng920.json"), 1, registry};
+  devices::SmmuParams p = *m.smmu_params();
+  p.service_spread = spread;
+  Smmu smmu(p, m.fabric(), 1024, seed);
+  const fabric::Addr q = smmu.queue_base();
+  for (int i = 0; i < n; ++i) {
+    auto [d0, d1] = devices::cmd_tlbi_nh_va(1, 0x1000ull * static_cast<std::uint64_t>(i + 1));
+    m.fabric().poke(q + 16 * static_cast<fabric::Addr>(i), 8, d0);
+    m.fabric().poke(q + 16 * static_cast<fabric::Addr>(i) + 8, 8, d1);
+  }
+  std::vector<Tick> done;
+  m.sim().spawn("writer", [](scenario::Machine& mm, Smmu& dev, int count) -> Task<void> {
+    co_await devices::mmio_write(mm.cpu(0), dev, devices::SmmuReg::cmdq_prod, static_cast<std::uint32_t>(count));
+  }(m, smmu, n));
+  m.sim().spawn("observer", [](scenario::Machine& mm, Smmu& dev, int count, std::vector<Tick>& out) -> Task<void> {
+    std::uint64_t seen = 0;
+    while (dev.register_read(devices::SmmuReg::cmdq_cons) != static_cast<std::uint32_t>(count)) {
+      co_await mm.sim().delay(1);  // 1 ps: the command processor's clock, read between commands
+      if (dev.stats().tlbi != seen) {
+        seen = dev.stats().tlbi;
+        out.push_back(mm.sim().now());
+      }
+    }
+  }(m, smmu, n, done));
+  m.sim().run();
+  // A command's time is the gap to the next one's start, unless the next
+  // starts a queue line (4 entries), which the SMMU fetches first.
+  std::vector<Tick> each;
+  for (std::size_t i = 0; i + 1 < done.size(); ++i)
+    if ((i + 1) % 4 != 0) each.push_back(done[i + 1] - done[i]);
+  return {smmu.stats().busy, each};
+}
+}  // namespace
+
+TEST_CASE("With a service spread each TLBI's time varies within its bounds around the nominal, per seed", "[smmu]") {
+  const int n = 400;
+  config::Registry registry;
+  scenario::Machine m{scenario::load_platform(COHSIM_SOURCE_DIR "/configs/platforms/kunpeng920.json"), 1, registry};
+  const Tick nominal = m.smmu_params()->command_fetch + m.smmu_params()->tlbi_time;
+  const Tick tlbi = m.smmu_params()->tlbi_time;
+  SECTION("0: every command takes exactly its time") {
+    auto [busy, each] = tlbi_times(0, 1, n);
+    CHECK(busy == n * nominal);
+    REQUIRE(!each.empty());
+    for (Tick t : each) CHECK(t == nominal);
+  }
+  SECTION("0.5: within time x [0.5, 1.5], the mean near the nominal, the same per seed") {
+    auto [busy, each] = tlbi_times(0.5, 1, n);
+    REQUIRE(each.size() > static_cast<std::size_t>(n / 2));
+    const auto [lo, hi] = std::minmax_element(each.begin(), each.end());
+    CHECK(*lo >= nominal - tlbi / 2);
+    CHECK(*hi <= nominal + tlbi / 2);
+    CHECK(*hi - *lo > tlbi / 2);  // it does vary, over most of the band
+    const double mean = static_cast<double>(busy) / n;
+    CHECK(mean == Approx(static_cast<double>(nominal)).epsilon(0.05));
+    CHECK(tlbi_times(0.5, 1, n).first == busy);
+    CHECK(tlbi_times(0.5, 2, n).first != busy);
+  }
 }
 
 TEST_CASE("A malformed command raises a command error, is counted and skipped", "[smmu]") {

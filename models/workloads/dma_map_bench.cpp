@@ -83,7 +83,7 @@ class DmaMapBench : public scenario::Workload {
       section.fail("node", fmt::format("no such NUMA node (the machine has {})", m.topology().node_count()));
     if (smmu_params_.socket >= m.topology().sockets())
       section.fail("socket", fmt::format("no such socket (the machine has {})", m.topology().sockets()));
-    smmu_ = std::make_unique<devices::Smmu>(smmu_params_, m.fabric(), queue_entries_);
+    smmu_ = std::make_unique<devices::Smmu>(smmu_params_, m.fabric(), queue_entries_, m.seed());
     cmdq_ = std::make_unique<SmmuCmdq>(parse_cmdq_variant(variant_name_), *smmu_, m.memory(), m.topology(),
                                        slock_line);
     cmdq_->set_publish_barrier(publish_barrier_);

@@ -19,6 +19,10 @@ SmmuParams::SmmuParams(config::Reader r) {
   command_fetch = r.time("command_fetch", Spec{.doc = "decoding one command once its line arrived", .max = 1e7});
   tlbi_time = r.time("tlbi_time", Spec{.doc = "executing CMD_TLBI_NH_VA", .max = 1e8});
   sync_time = r.time("sync_time", Spec{.doc = "CMD_SYNC: completing earlier invalidations before the MSI write", .max = 1e8});
+  service_spread = r.number("service_spread",
+                            Spec{.doc = "each TLBI's and CMD_SYNC's time is drawn uniformly from its time x [1 - s, 1 + s] "
+                                        "(random source smmu.service); 0: every command takes exactly its time",
+                                 .def = 0.0, .min = 0, .max = 0.9});
   msi_acknowledged =
       r.choice("msi_write", Spec{.doc = "posted: the command processor goes on once a CMD_SYNC's MSI write has left; "
                                         "acknowledged: it waits for the write's completion (the home's invalidation of the "
@@ -28,8 +32,9 @@ SmmuParams::SmmuParams(config::Reader r) {
   unmap_cpu_work = r.time("unmap_cpu_work", Spec{.doc = "dma_unmap_single CPU work outside the command queue", .max = 1e8});
 }
 
-Smmu::Smmu(const SmmuParams& p, fabric::Fabric& fabric, int queue_entries, const std::string& name)
-    : p_(p), fab_(fabric), sim_(fabric.simulator()), name_(name), entries_(queue_entries) {
+Smmu::Smmu(const SmmuParams& p, fabric::Fabric& fabric, int queue_entries, std::uint64_t seed, const std::string& name)
+    : p_(p), fab_(fabric), sim_(fabric.simulator()), name_(name), entries_(queue_entries),
+      service_rng_(seed, "smmu.service") {
   if (queue_entries < 4 || (queue_entries & (queue_entries - 1)) != 0)
     throw std::invalid_argument(fmt::format("{}: queue of {} entries is not a power of two >= 4", name, queue_entries));
   shift_ = std::countr_zero(static_cast<unsigned>(queue_entries));
@@ -120,6 +125,12 @@ std::string Smmu::StaleRead::message() const {
                      index, sim::to_ns(at), read0, read1, written0, written1);
 }
 
+Tick Smmu::service(Tick t) {
+  if (p_.service_spread == 0) return t;
+  const double f = 1.0 + p_.service_spread * (2.0 * service_rng_.unit() - 1.0);
+  return static_cast<Tick>(static_cast<double>(t) * f + 0.5);
+}
+
 Task<void> Smmu::execute(std::uint64_t dword0, std::uint64_t dword1, std::uint32_t index) {
   const Tick start = sim_.now();
   co_await sim_.delay(p_.command_fetch);
@@ -128,7 +139,7 @@ Task<void> Smmu::execute(std::uint64_t dword0, std::uint64_t dword1, std::uint32
   const std::uint64_t opcode = dword0 & 0xff;
   if (opcode == kCmdTlbiNhVa) {
     ++stats_.tlbi;
-    co_await sim_.delay(p_.tlbi_time);
+    co_await sim_.delay(service(p_.tlbi_time));
   } else if (opcode == kCmdSync && (dword0 & kSyncCsIrq) != 0 && dword1 != 0) {
     // Earlier commands are complete (in-order execution); drain, then the
     // MSI: MSIData (0) written to MSIAddr, which the driver points at this
@@ -136,7 +147,7 @@ Task<void> Smmu::execute(std::uint64_t dword0, std::uint64_t dword1, std::uint32
     // acknowledged, once the coherent write has completed: the home has
     // invalidated the waiting CPU's copy, wherever it is, and answered.
     ++stats_.syncs;
-    co_await sim_.delay(p_.sync_time);
+    co_await sim_.delay(service(p_.sync_time));
     ++stats_.msi_writes;
     const Addr msi = dword1;
     if (p_.msi_acknowledged) {

@@ -14,6 +14,7 @@
 #include "cohsim/config/params.hpp"
 #include "cohsim/cpu/cpu.hpp"
 #include "cohsim/fabric/fabric.hpp"
+#include "cohsim/sim/random.hpp"
 #include "cohsim/sim/simulator.hpp"
 
 namespace cohsim::devices {
@@ -30,6 +31,9 @@ struct SmmuParams {
   Tick command_fetch = 0;       ///< decoding one command after its line arrived
   Tick tlbi_time = 0;           ///< executing CMD_TLBI_NH_VA (the TLB walk-cache invalidation)
   Tick sync_time = 0;           ///< CMD_SYNC: draining earlier invalidations before the MSI write
+  /// Each TLBI's and CMD_SYNC's time is drawn uniformly from its time x
+  /// [1 - s, 1 + s] (random source smmu.service); 0: every one takes exactly its time.
+  double service_spread = 0;
   bool msi_acknowledged = false;  ///< msi_write: the next command waits for the MSI write's completion (else posted)
   Tick map_cpu_work = 0;        ///< dma_map_single's CPU work outside the queue (IOVA, io-pgtable walk)
   Tick unmap_cpu_work = 0;      ///< dma_unmap_single's CPU work outside the queue
@@ -72,8 +76,10 @@ class Smmu {
  public:
   /// Places the device on the fabric (an endpoint on `p.socket`), allocates
   /// a command queue of `queue_entries` (a power of two) on `p.node`, and
-  /// starts its command processor as a daemon process.
-  Smmu(const SmmuParams& p, fabric::Fabric& fabric, int queue_entries, const std::string& name = "smmu0");
+  /// starts its command processor as a daemon process. `seed` seeds the
+  /// random source of its service times (read only with a service_spread).
+  Smmu(const SmmuParams& p, fabric::Fabric& fabric, int queue_entries, std::uint64_t seed = 1,
+       const std::string& name = "smmu0");
 
   const SmmuParams& params() const { return p_; }
   /// The simulator the device runs in.
@@ -118,6 +124,8 @@ class Smmu {
  private:
   Task<void> command_processor();
   Task<void> execute(std::uint64_t dword0, std::uint64_t dword1, std::uint32_t index);
+  /// `t` spread by service_spread (t itself without one).
+  Tick service(Tick t);
   /// Compares a read entry with what the driver announced for it.
   void check_expected(std::uint32_t index, std::uint64_t dword0, std::uint64_t dword1);
 
@@ -132,6 +140,7 @@ class Smmu {
   std::uint32_t prod_ = 0, cons_ = 0;  ///< register values: index | wrap bit
   sim::Signal prod_written_;
   SmmuStats stats_;
+  sim::RandomStream service_rng_;
   bool recording_ = false;
   std::vector<Executed> executed_;
   /// Per entry: what the driver last wrote there and has not been read yet.
