@@ -49,6 +49,10 @@ struct TraceOptions {
 RunOutput run_scenario(const std::string& path, const std::string& variant,
                        const std::vector<scenario::Override>& overrides, std::optional<std::uint64_t> seed,
                        bool progress, const TraceOptions* trace = nullptr, const std::string& platform_file = "");
+/// The same for a scenario already loaded from `path` (with that variant and those overrides).
+RunOutput run_scenario(const std::string& path, scenario::LoadedScenario s, const std::string& variant,
+                       const std::vector<scenario::Override>& overrides, std::optional<std::uint64_t> seed,
+                       bool progress, const TraceOptions* trace = nullptr);
 /// The platform numbers a run of the scenario variant with these overrides reads, with their sources,
 /// from loading it (nothing runs).
 std::vector<config::Provenance> scenario_provenance(const std::string& path, const std::string& variant,

@@ -157,7 +157,13 @@ void name_trace(sim::Tracer& tracer, const std::string& scenario_path, const std
 RunOutput run_scenario(const std::string& path, const std::string& variant,
                        const std::vector<scenario::Override>& overrides, std::optional<std::uint64_t> seed,
                        bool progress, const TraceOptions* trace, const std::string& platform_file) {
-  auto s = scenario::load_scenario(path, variant, overrides, platform_file);
+  return run_scenario(path, scenario::load_scenario(path, variant, overrides, platform_file), variant, overrides, seed,
+                      progress, trace);
+}
+
+RunOutput run_scenario(const std::string& path, scenario::LoadedScenario s, const std::string& variant,
+                       const std::vector<scenario::Override>& overrides, std::optional<std::uint64_t> seed,
+                       bool progress, const TraceOptions* trace) {
   const std::uint64_t used_seed = seed.value_or(s.seed);
   auto wall0 = std::chrono::steady_clock::now();
   std::optional<scenario::Run> built;
@@ -330,16 +336,15 @@ int cmd_run(const std::vector<std::string>& args) {
     if (trace.file.empty()) throw config::ConfigError("--trace-window", trace_window, "needs --trace FILE to write the trace to");
   }
   const auto overrides = overrides_of(common);
-  // Loaded once before the run: bad input fails now, and the files it reads (scenario, platform, includes)
-  // are inputs no output may replace.
-  const auto loaded = scenario::load_scenario(scenario_path, variant, overrides, platform_file);
+  // Loaded once, before anything runs: bad input fails now, and the files it reads (scenario, platform,
+  // includes) are inputs no output may replace.
+  auto loaded = scenario::load_scenario(scenario_path, variant, overrides, platform_file);
   if (!variant.empty()) check_sets_keep_variants(loaded, {variant}, overrides, override_variant);
   auto inputs = files_read();
   check_output_file("--trace", trace.file, inputs);
   inputs.push_back(trace.file);
   check_output_file("--json", common.json_out, inputs);
-  RunOutput out =
-      run_scenario(scenario_path, variant, overrides, common.seed, !common.quiet, &trace, platform_file);
+  RunOutput out = run_scenario(scenario_path, std::move(loaded), variant, overrides, common.seed, !common.quiet, &trace);
   add_provenance(out.doc);
   if (!common.json_out.empty()) write_file_atomically(common.json_out, out.doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (common.quiet) {
