@@ -505,3 +505,24 @@ TEST_CASE("a call to a farther target is never cheaper, from either socket, with
     nearer = ns;
   }
 }
+
+TEST_CASE("on Haswell-EX a call to another socket is never cheaper than one inside the socket, in every APIC and "
+          "idle variant", "[ipi][apic]") {
+  const int source = GENERATE(0, 18);
+  const std::string variant = GENERATE("x2apic-poll", "x2apic-halt", "x2apic-busy", "xapic-poll", "xapic-halt");
+  double nearer = 0;
+  // self, a core of the source's socket, then one CPU on each other socket (all one QPI link away)
+  for (int offset : {0, 1, 18, 36, 54}) {
+    const int target = (source + offset) % 72;
+    auto s = scenario::load_scenario(std::string(COHSIM_SOURCE_DIR) + "/configs/scenarios/ipi-haswell-ex.json", variant,
+                                     {{"rounds", "3"},
+                                      {"source_cpu", std::to_string(source)},
+                                      {"fork_node", "-1"},
+                                      {"targets", fmt::format("{}-{}", target, target)}});
+    const double ns = scenario::Run(s, 1).execute().get("ns_per_call");
+    INFO("source " << source << " target " << target << ", " << variant << ": " << ns << " ns after " << nearer);
+    if (offset <= 18) CHECK(ns > nearer);  // self < same socket < other socket
+    else CHECK(ns >= nearer * 0.9);        // the other sockets: equally far, within 10 %
+    if (offset <= 18) nearer = ns;
+  }
+}

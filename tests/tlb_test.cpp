@@ -291,3 +291,23 @@ TEST_CASE("compare of the swap-mt csd variants writes a report with the csd line
   CHECK_THAT(text, Catch::Contains("csd_lines_per_shootdown"));
   CHECK_THAT(text, Catch::Contains("csd-unaligned"));
 }
+
+TEST_CASE("a TLB shootdown to more CPUs never costs less, in both csd layouts, across all four Haswell-EX sockets",
+          "[tlb][workload]") {
+  const char* variant = GENERATE("csd-aligned", "csd-unaligned");
+  double previous = 0;
+  int previous_threads = 0;
+  // 18 CPUs per socket: 19, 37 and 55 threads each reach one more socket.
+  for (int threads : {2, 3, 4, 8, 18, 19, 36, 37, 55, 72}) {
+    auto s = scenario::load_scenario(test::source_path("configs/scenarios/tlb-madvise-haswell-ex.json"), variant,
+                                     {{"threads", std::to_string(threads)}, {"iterations", "20"},
+                                      {"warmup_iterations", "3"}});
+    scenario::Run run(s, 1);
+    const double ns = run.execute().get("ns_per_iteration");
+    INFO(variant << ": " << previous_threads << " threads " << previous << " ns, " << threads << " threads " << ns
+                 << " ns");
+    CHECK(ns > previous);
+    previous = ns;
+    previous_threads = threads;
+  }
+}
