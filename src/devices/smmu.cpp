@@ -135,7 +135,7 @@ Task<void> Smmu::execute(std::uint64_t dword0, std::uint64_t dword1, std::uint32
   const Tick start = sim_.now();
   co_await sim_.delay(p_.command_fetch);
   ++stats_.commands;
-  if (recording_) executed_.push_back({dword0, dword1, index});
+  if (recording_) executed_.push_back({dword0, dword1, index, start});
   const std::uint64_t opcode = dword0 & 0xff;
   if (opcode == kCmdTlbiNhVa) {
     ++stats_.tlbi;
