@@ -588,3 +588,18 @@ TEST_CASE("dma-map-bench warns when each CPU completes too few operations for it
   CHECK(blink.exit_code == 0);
   CHECK_THAT(blink.output, Catch::Contains("a longer --set duration") && !Catch::Contains("starved"));
 }
+
+TEST_CASE("spinlock-fallback with lock-first queues on a busy spinlock before its cmpxchg, so from 32 CPUs nearly "
+          "every call takes it, where cmpxchg-first takes it after a failure only",
+          "[smmu]") {
+  const scenario::Results first = bench_point("spinlock-fallback", 32, 1, {{"fallback_entry", "cmpxchg-first"}});
+  const scenario::Results lock = bench_point("spinlock-fallback", 32, 1, {{"fallback_entry", "lock-first"}});
+  INFO("spinlock per call: cmpxchg-first " << first.get("spinlock_taken_per_call") << ", lock-first "
+                                           << lock.get("spinlock_taken_per_call"));
+  // cmpxchg-first: the lock only after a failed CAS, so never more often than the CASes fail
+  CHECK(first.get("spinlock_taken_per_call") <= first.get("claim_failures_per_call"));
+  CHECK(first.get("spinlock_taken_per_call") < 0.5);
+  // lock-first: the convoy sustains itself
+  CHECK(lock.get("spinlock_taken_per_call") > 0.9);
+  CHECK(lock.get("ops_per_cpu_per_s") < first.get("ops_per_cpu_per_s"));
+}

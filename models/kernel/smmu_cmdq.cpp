@@ -42,6 +42,12 @@ CmdqSpinlockLine parse_spinlock_line(const std::string& name) {
   throw std::invalid_argument("unknown spinlock placement " + name);
 }
 
+CmdqFallbackEntry parse_fallback_entry(const std::string& name) {
+  if (name == "cmpxchg-first") return CmdqFallbackEntry::cmpxchg_first;
+  if (name == "lock-first") return CmdqFallbackEntry::lock_first;
+  throw std::invalid_argument("unknown fallback entry " + name);
+}
+
 SmmuCmdq::SmmuCmdq(CmdqVariant v, devices::Smmu& smmu, fabric::MemoryMap& mem, const topo::Topology& topo,
                    CmdqSpinlockLine slock_line)
     : variant_(v), smmu_(smmu), shift_(smmu.max_n_shift()), cpu_count_(topo.cpu_count()),

@@ -53,6 +53,15 @@ enum class CmdqSpinlockLine { with_owner_prod, own_line };
 /// "owner-prod" | "own".
 CmdqSpinlockLine parse_spinlock_line(const std::string& name);
 
+/// How a spinlock-fallback claim starts. cmpxchg_first (the measured patch:
+/// its author noted that a CPU arriving while another holds the spinlock
+/// still tries the cmpxchg at once): the lock only after a failed cmpxchg.
+/// lock_first (a what-if, that open problem fixed): a CPU that finds the
+/// spinlock word non-zero (held, pending or queued) queues on it first.
+enum class CmdqFallbackEntry { cmpxchg_first, lock_first };
+/// "cmpxchg-first" | "lock-first".
+CmdqFallbackEntry parse_fallback_entry(const std::string& name);
+
 /// ARM_SMMU_POLL_TIMEOUT_US (v5.9 arm-smmu-v3.h): a CMD_SYNC wait gives up after 1 s.
 inline constexpr Tick kCmdSyncTimeoutDefault = 1000 * sim::kMs;
 
@@ -114,6 +123,8 @@ class SmmuCmdq {
   CmdqVariant variant() const { return variant_; }
   /// Chooses the barrier of step 3 (dma_wmb unless told otherwise).
   void set_publish_barrier(CmdqPublishBarrier b) { publish_barrier_ = b; }
+  /// How spinlock-fallback's claims start (cmpxchg_first unless told otherwise).
+  void set_fallback_entry(CmdqFallbackEntry e) { fallback_entry_ = e; }
   /// How long a CMD_SYNC wait lasts before it gives up (kCmdSyncTimeoutDefault
   /// unless told otherwise). The WFE in the wait ends at the deadline as the
   /// kernel's event stream would end it; the SmmuCmdq must outlive the run.
@@ -192,6 +203,7 @@ class SmmuCmdq {
   bool recording_ = false;
   std::vector<CmdqBatch> batches_;
   CmdqPublishBarrier publish_barrier_ = CmdqPublishBarrier::dma_wmb;
+  CmdqFallbackEntry fallback_entry_ = CmdqFallbackEntry::cmpxchg_first;
   /// One CPU's CMD_SYNC wait, for its deadline.
   struct SyncWait {
     bool waiting = false;

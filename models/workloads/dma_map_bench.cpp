@@ -53,6 +53,12 @@ class DmaMapBench : public scenario::Workload {
         "slock_line", Spec{.doc = "spinlock-fallback: where the spinlock sits: owner-prod (a member appended to "
                                   "struct arm_smmu_cmdq, on the line of owner_prod and lock) or own (a line of its own)",
                            .def = "owner-prod", .choices = {"owner-prod", "own"}}));
+    fallback_entry_ = parse_fallback_entry(p.choice(
+        "fallback_entry",
+        Spec{.doc = "spinlock-fallback: how a claim starts: cmpxchg-first (the measured patch: a CPU arriving while "
+                    "another holds the spinlock still tries the cmpxchg at once) or lock-first (a what-if with that "
+                    "open problem fixed: a CPU that finds the spinlock held, pending or queued queues on it first)",
+             .def = "cmpxchg-first", .choices = {"cmpxchg-first", "lock-first"}}));
     sync_timeout_ = p.time(
         "cmd_sync_timeout",
         Spec{.doc = "a CMD_SYNC wait gives up after this (\"CMD_SYNC timeout\"); source: v5.9 arm-smmu-v3.h "
@@ -87,6 +93,7 @@ class DmaMapBench : public scenario::Workload {
     cmdq_ = std::make_unique<SmmuCmdq>(parse_cmdq_variant(variant_name_), *smmu_, m.memory(), m.topology(),
                                        slock_line);
     cmdq_->set_publish_barrier(publish_barrier_);
+    cmdq_->set_fallback_entry(fallback_entry_);
     cmdq_->set_sync_timeout(sync_timeout_);
     if (cmdq_->max_entries_per_call() < 2)
       p.fail("queue_entries", fmt::format("too small for {}: one call (TLBI + CMD_SYNC) may insert at most {} entries",
@@ -289,6 +296,7 @@ class DmaMapBench : public scenario::Workload {
   Tick duration_ = 0, warmup_ = 0, start_jitter_ = 0;
   int queue_entries_ = 0;
   double cpu_work_spread_ = 0;
+  CmdqFallbackEntry fallback_entry_ = CmdqFallbackEntry::cmpxchg_first;
   std::vector<sim::RandomStream> work_rng_;    ///< per thread: its CPU work's spread
   devices::SmmuParams smmu_params_;
   std::unique_ptr<devices::Smmu> smmu_;
