@@ -86,10 +86,16 @@ TEST_CASE("The SMMU executes commands in order, completes CMD_SYNC by MSI and ad
 }
 
 namespace {
-/// The SMMU's busy time for `n` CMD_TLBI_NH_VAs written at once, with the
-/// platform's timing but `spread` as its service_spread, and the time of
-/// each command whose successor shares its queue line (from the recorded starts).
-std::pair<Tick, std::vector<Tick>> tlbi_times(double spread, std::uint64_t seed, int n) {
+/// What the SMMU did with `n` commands written at once, with the platform's
+/// timing but `spread` as its service_spread: its busy time and, per command
+/// whose successor shares its queue line, the time to that successor's start
+/// (TLBIs and CMD_SYNCs apart). With `syncs` every second command is a
+/// CMD_SYNC whose MSI write goes to its own entry, else all are TLBIs.
+struct CommandTimes {
+  Tick busy = 0;
+  std::vector<Tick> tlbi, sync;
+};
+CommandTimes command_times(double spread, std::uint64_t seed, int n, bool syncs) {
   config::Registry registry;
   scenario::Machine m{scenario::load_platform(COHSIM_SOURCE_DIR "/configs/platforms/kunpeng920.json"), 1, registry};
   devices::SmmuParams p = *m.smmu_params();
@@ -97,9 +103,11 @@ std::pair<Tick, std::vector<Tick>> tlbi_times(double spread, std::uint64_t seed,
   Smmu smmu(p, m.fabric(), 1024, seed);
   const fabric::Addr q = smmu.queue_base();
   for (int i = 0; i < n; ++i) {
-    auto [d0, d1] = devices::cmd_tlbi_nh_va(1, 0x1000ull * static_cast<std::uint64_t>(i + 1));
-    m.fabric().poke(q + 16 * static_cast<fabric::Addr>(i), 8, d0);
-    m.fabric().poke(q + 16 * static_cast<fabric::Addr>(i) + 8, 8, d1);
+    const fabric::Addr e = q + 16 * static_cast<fabric::Addr>(i);
+    auto [d0, d1] = syncs && i % 2 == 1 ? devices::cmd_sync_msi(e)
+                                        : devices::cmd_tlbi_nh_va(1, 0x1000ull * static_cast<std::uint64_t>(i + 1));
+    m.fabric().poke(e, 8, d0);
+    m.fabric().poke(e + 8, 8, d1);
   }
   smmu.record_commands(true);
   m.sim().spawn("writer", [](scenario::Machine& mm, Smmu& dev, int count) -> Task<void> {
@@ -111,37 +119,49 @@ std::pair<Tick, std::vector<Tick>> tlbi_times(double spread, std::uint64_t seed,
   REQUIRE(smmu.executed().size() == static_cast<std::size_t>(n));
   // A command's time is the gap to the next one's start, unless the next
   // starts a queue line (4 entries), which the SMMU fetches first.
-  std::vector<Tick> each;
+  CommandTimes out{smmu.stats().busy, {}, {}};
   const auto& done = smmu.executed();
   for (std::size_t i = 0; i + 1 < done.size(); ++i)
-    if ((i + 1) % 4 != 0) each.push_back(done[i + 1].start - done[i].start);
-  return {smmu.stats().busy, each};
+    if ((i + 1) % 4 != 0)
+      ((done[i].dword0 & 0xff) == devices::kCmdSync ? out.sync : out.tlbi).push_back(done[i + 1].start - done[i].start);
+  return out;
 }
 }  // namespace
 
-TEST_CASE("With a service spread each TLBI's time varies within its bounds around the nominal, per seed", "[smmu]") {
+TEST_CASE("With a service spread each TLBI's and CMD_SYNC's time varies within its bounds around the nominal, per seed",
+          "[smmu]") {
   const int n = 400;
   config::Registry registry;
   scenario::Machine m{scenario::load_platform(COHSIM_SOURCE_DIR "/configs/platforms/kunpeng920.json"), 1, registry};
   const Tick nominal = m.smmu_params()->command_fetch + m.smmu_params()->tlbi_time;
-  const Tick tlbi = m.smmu_params()->tlbi_time;
+  const Tick tlbi = m.smmu_params()->tlbi_time, sync = m.smmu_params()->sync_time;
   SECTION("0: every command takes exactly its time") {
-    auto [busy, each] = tlbi_times(0, 1, n);
-    CHECK(busy == n * nominal);
-    REQUIRE(!each.empty());
-    for (Tick t : each) CHECK(t == nominal);
+    const CommandTimes t = command_times(0, 1, n, false);
+    CHECK(t.busy == n * nominal);
+    REQUIRE(!t.tlbi.empty());
+    for (Tick x : t.tlbi) CHECK(x == nominal);
+    const CommandTimes with_syncs = command_times(0, 1, n, true);
+    REQUIRE(!with_syncs.sync.empty());
+    for (Tick x : with_syncs.sync) CHECK(x == with_syncs.sync.front());  // sync_time and an MSI write of fixed cost
   }
   SECTION("0.5: within time x [0.5, 1.5], the mean near the nominal, the same per seed") {
-    auto [busy, each] = tlbi_times(0.5, 1, n);
-    REQUIRE(each.size() > static_cast<std::size_t>(n / 2));
-    const auto [lo, hi] = std::minmax_element(each.begin(), each.end());
+    const CommandTimes t = command_times(0.5, 1, n, false);
+    REQUIRE(t.tlbi.size() > static_cast<std::size_t>(n / 2));
+    const auto [lo, hi] = std::minmax_element(t.tlbi.begin(), t.tlbi.end());
     CHECK(*lo >= nominal - tlbi / 2);
     CHECK(*hi <= nominal + tlbi / 2);
     CHECK(*hi - *lo > tlbi / 2);  // it does vary, over most of the band
-    const double mean = static_cast<double>(busy) / n;
+    const double mean = static_cast<double>(t.busy) / n;
     CHECK(mean == Approx(static_cast<double>(nominal)).epsilon(0.05));
-    CHECK(tlbi_times(0.5, 1, n).first == busy);
-    CHECK(tlbi_times(0.5, 2, n).first != busy);
+    CHECK(command_times(0.5, 1, n, false).busy == t.busy);
+    CHECK(command_times(0.5, 2, n, false).busy != t.busy);
+    // CMD_SYNCs too: their spread is sync_time's (the MSI write is the same each time)
+    const CommandTimes fixed = command_times(0, 1, n, true), spread = command_times(0.5, 1, n, true);
+    REQUIRE(!spread.sync.empty());
+    const auto [slo, shi] = std::minmax_element(spread.sync.begin(), spread.sync.end());
+    CHECK(*slo >= fixed.sync.front() - sync / 2);
+    CHECK(*shi <= fixed.sync.front() + sync / 2);
+    CHECK(*shi - *slo > sync / 2);
   }
 }
 
@@ -590,7 +610,7 @@ TEST_CASE("dma-map-bench warns when each CPU completes too few operations for it
 }
 
 TEST_CASE("spinlock-fallback with lock-first queues on a busy spinlock before its cmpxchg, so from 32 CPUs nearly "
-          "every call takes it, where cmpxchg-first takes it after a failure only",
+          "every call takes it, where cmpxchg-first takes it after a failure only and always-lock on every call",
           "[smmu]") {
   const scenario::Results first = bench_point("spinlock-fallback", 32, 1, {{"fallback_entry", "cmpxchg-first"}});
   const scenario::Results lock = bench_point("spinlock-fallback", 32, 1, {{"fallback_entry", "lock-first"}});
@@ -602,4 +622,24 @@ TEST_CASE("spinlock-fallback with lock-first queues on a busy spinlock before it
   // lock-first: the convoy sustains itself
   CHECK(lock.get("spinlock_taken_per_call") > 0.9);
   CHECK(lock.get("ops_per_cpu_per_s") < first.get("ops_per_cpu_per_s"));
+  // ... but only once the spinlock is busy: at 4 CPUs it is free on most arrivals
+  const scenario::Results few = bench_point("spinlock-fallback", 4, 1, {{"fallback_entry", "lock-first"}});
+  INFO("lock-first at 4 CPUs: " << few.get("spinlock_taken_per_call") << " per call");
+  CHECK(few.get("spinlock_taken_per_call") < 0.5);
+  // always-lock: every call
+  const scenario::Results always = bench_point("spinlock-fallback", 4, 1, {{"fallback_entry", "always-lock"}});
+  CHECK(always.get("spinlock_taken_per_call") == 1.0);
+}
+
+TEST_CASE("dma-map-bench passes its seed to the SMMU's service times", "[smmu]") {
+  // No other seeded source: CPU work without spread, threads starting together, arrival arbitration.
+  auto point = [](double spread, std::uint64_t seed) {
+    return bench_point("fetch-add", 8, seed,
+                       {{"cpu_work_spread", "0"}, {"start_jitter", "0ns"},
+                        {"platform.smmu.service_spread", fmt::format("{}", spread)}})
+        .get("op_ns_mean");
+  };
+  CHECK(point(0, 1) == point(0, 2));
+  CHECK(point(0.5, 1) != point(0.5, 2));
+  CHECK(point(0.5, 1) == point(0.5, 1));
 }

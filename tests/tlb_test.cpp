@@ -292,9 +292,8 @@ TEST_CASE("compare of the swap-mt csd variants writes a report with the csd line
   CHECK_THAT(text, Catch::Contains("csd-unaligned"));
 }
 
-TEST_CASE("a TLB shootdown to more CPUs never costs less, in both csd layouts, across all four Haswell-EX sockets",
-          "[tlb][workload]") {
-  const char* variant = GENERATE("csd-aligned", "csd-unaligned");
+TEST_CASE("a TLB shootdown to more CPUs never costs less, across all four Haswell-EX sockets", "[tlb][workload]") {
+  const char* variant = "csd-aligned";  // one sender: the layouts give the same times here
   double previous = 0;
   int previous_threads = 0;
   // 18 CPUs per socket: 19, 37 and 55 threads each reach one more socket.

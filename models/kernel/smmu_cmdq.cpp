@@ -45,6 +45,7 @@ CmdqSpinlockLine parse_spinlock_line(const std::string& name) {
 CmdqFallbackEntry parse_fallback_entry(const std::string& name) {
   if (name == "cmpxchg-first") return CmdqFallbackEntry::cmpxchg_first;
   if (name == "lock-first") return CmdqFallbackEntry::lock_first;
+  if (name == "always-lock") return CmdqFallbackEntry::always_lock;
   throw std::invalid_argument("unknown fallback entry " + name);
 }
 

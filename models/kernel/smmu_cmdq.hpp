@@ -58,8 +58,10 @@ CmdqSpinlockLine parse_spinlock_line(const std::string& name);
 /// still tries the cmpxchg at once): the lock only after a failed cmpxchg.
 /// lock_first (a what-if, that open problem fixed): a CPU that finds the
 /// spinlock word non-zero (held, pending or queued) queues on it first.
-enum class CmdqFallbackEntry { cmpxchg_first, lock_first };
-/// "cmpxchg-first" | "lock-first".
+/// always_lock (an experiment): every claim takes the spinlock first, which
+/// prices the lock path alone.
+enum class CmdqFallbackEntry { cmpxchg_first, lock_first, always_lock };
+/// "cmpxchg-first" | "lock-first" | "always-lock".
 CmdqFallbackEntry parse_fallback_entry(const std::string& name);
 
 /// ARM_SMMU_POLL_TIMEOUT_US (v5.9 arm-smmu-v3.h): a CMD_SYNC wait gives up after 1 s.

@@ -21,20 +21,20 @@ constexpr std::uint64_t kSyncOne = 1ull << 48;
 // spinlock-fallback: re-read each round; after the first failure take the
 // spinlock and keep it until success or until waiting for space. With
 // lock_first a CPU that finds the spinlock word non-zero queues on it before
-// its first cmpxchg.
+// it reads the claim word; with always_lock every claim takes it first.
 Task<SmmuCmdq::Claim> SmmuCmdq::claim_cmpxchg(cpu::Cpu& c, int n, bool sync, bool fallback) {
   CmdqCpuStats& s = stats_.at(static_cast<std::size_t>(c.id()));
   const auto need = static_cast<std::uint32_t>(n + (sync ? 1 : 0));
-  std::uint64_t llq = co_await c.load(llq_, 8, Order::relaxed);
   bool locked = false;
   const kernel::Qspinlock slock{slock_, fallback ? &*qnodes_ : nullptr};
-  if (fallback && fallback_entry_ == CmdqFallbackEntry::lock_first &&
-      co_await c.load(slock_, 4, Order::relaxed) != 0) {  // spin_is_locked(&cmdq->slock)
+  if (fallback && fallback_entry_ != CmdqFallbackEntry::cmpxchg_first &&
+      (fallback_entry_ == CmdqFallbackEntry::always_lock ||
+       co_await c.load(slock_, 4, Order::relaxed) != 0)) {  // spin_is_locked(&cmdq->slock)
     co_await kernel::queued_spin_lock(c, slock);
     locked = true;
     ++s.slock_taken;
-    llq = co_await c.load(llq_, 8, Order::relaxed);
   }
+  std::uint64_t llq = co_await c.load(llq_, 8, Order::relaxed);
   for (;;) {
     while (!has_space(llq, need)) {
       if (locked) {

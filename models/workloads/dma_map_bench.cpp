@@ -57,8 +57,9 @@ class DmaMapBench : public scenario::Workload {
         "fallback_entry",
         Spec{.doc = "spinlock-fallback: how a claim starts: cmpxchg-first (the measured patch: a CPU arriving while "
                     "another holds the spinlock still tries the cmpxchg at once) or lock-first (a what-if with that "
-                    "open problem fixed: a CPU that finds the spinlock held, pending or queued queues on it first)",
-             .def = "cmpxchg-first", .choices = {"cmpxchg-first", "lock-first"}}));
+                    "open problem fixed: a CPU that finds the spinlock held, pending or queued queues on it first) "
+                    "or always-lock (an experiment: every claim takes the spinlock first, pricing the lock path)",
+             .def = "cmpxchg-first", .choices = {"cmpxchg-first", "lock-first", "always-lock"}}));
     sync_timeout_ = p.time(
         "cmd_sync_timeout",
         Spec{.doc = "a CMD_SYNC wait gives up after this (\"CMD_SYNC timeout\"); source: v5.9 arm-smmu-v3.h "

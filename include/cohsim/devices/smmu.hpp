@@ -98,7 +98,7 @@ class Smmu {
   struct Executed {
     std::uint64_t dword0, dword1;
     std::uint32_t index;
-    Tick start;  ///< when the command processor began it (its decoding)
+    Tick start = 0;  ///< when the command processor began it (its decoding)
   };
   const std::vector<Executed>& executed() const { return executed_; }
 
