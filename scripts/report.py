@@ -513,6 +513,11 @@ def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measure
     heads = (["metric", "variant"] + (["min", "median", "max"] if multi else ["value"])
              + (["diff"] if others and not swept else []) + (["vs " + baseline] if others else []))
     aligns = ["l", "l"] + ["r"] * (len(heads) - 2)
+    if "diff" in heads and any(table_width(("table", heads, g, aligns)) > TABLE_WIDTH for g in rows.values()):
+        # a compare's table too wide for email leaves out the absolute difference too (the % stays)
+        d = heads.index("diff")
+        heads, aligns = heads[:d] + heads[d + 1:], aligns[:d] + aligns[d + 1:]
+        rows = {k: [r[:d] + r[d + 1:] for r in g] for k, g in rows.items()}
     # a sweep plots and tabulates its headline metrics at every point (all of them when
     # none is declared), never a swept parameter against itself
     swept_metrics = [m for m in (list(units) if units else metrics) if m not in swept]

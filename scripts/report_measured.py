@@ -206,7 +206,8 @@ def measured_block(found):
     """The compare report's table of measured rows beside the model, and its first-lines summary."""
     def with_unit(x, unit):
         return cr.fmt_num(x) + (" " + unit if unit and unit != "ratio" else "")
-    table = [[f["id"], with_unit(f["measured"], f["unit"]), with_unit(f["model"], f["unit"]),
+    # the unit once, with the measured value (the model's is in the same unit)
+    table = [[f["id"], with_unit(f["measured"], f["unit"]), cr.fmt_num(f["model"]),
               ("%+.1f %s" % (f["error"], f["unit"]) if f["absolute"] else cr.fmt_pct(f["error"])),
               ("%s %s" % (cr.fmt_num(f["tolerance"]), f["unit"]) if f["absolute"] else "%s%%" % cr.fmt_num(f["tolerance"])),
               f["fit"]] for f in found]

@@ -378,6 +378,22 @@ class TwoVariantCompareReportTest(ReportCase):
         # barrier differs only with the variant: never a fixed parameter
         self.assertNotIn("`barrier=", md.split("## Parameters")[1])
 
+    def test_a_table_too_wide_for_email_leaves_out_the_absolute_difference(self):
+        doc = self.compare_doc()
+        long = "dsb-ishst-with-a-name-long-enough-for-81-cols"  # 45 characters: within 80 columns only without the diff
+        for run in doc["runs"]:
+            if run["variant"] == "dsb-ishst":
+                run["variant"] = long
+        out = self.report(doc)
+        md = (out / "report.md").read_text()
+        headline = md.split("## Headline metrics")[1].split("\n## ")[0]
+        self.assertRegex(headline, r"\| ns_per_call \(ns\) +\| %s +\| +2144 \| +-0\.56%% \|" % long)
+        self.assertNotIn("| diff ", headline)
+        for line in (out / "report.txt").read_text().split("Headline metrics")[1].split("Other metrics")[0].splitlines():
+            self.assertLessEqual(len(line), 80, line)
+        # short names keep it (the test above)
+        self.assertIn("| diff ", (self.report(self.compare_doc()) / "report.md").read_text())
+
     def test_calibration_rows_the_compare_ran_stand_beside_the_model_with_their_label(self):
         doc = self.compare_doc()
         for run in doc["runs"]:
@@ -388,8 +404,9 @@ class TwoVariantCompareReportTest(ReportCase):
         # the report says in its first lines that nothing in it tests the model
         self.assertIn("- Measured rows: 1 fitted, 2 identity: no test of the model\n", md.split("## ")[0])
         table = md.split("## Measured beside the model")[1]
-        self.assertRegex(table, r"\| kp920\.ipi\.cpu0\.wmb +\| +1319 ns \| +2156 ns \| +\+63\.4% \| +3% \| identity +\|")
-        self.assertRegex(table, r"\| kp920\.ipi\.cpu0\.barrier-gain +\| +32\.6 ns \| +12 ns \| .* \| fitted +\|")
+        # the unit once, with the measured value
+        self.assertRegex(table, r"\| kp920\.ipi\.cpu0\.wmb +\| +1319 ns \| +2156 \| +\+63\.4% \| +3% \| identity +\|")
+        self.assertRegex(table, r"\| kp920\.ipi\.cpu0\.barrier-gain +\| +32\.6 ns \| +12 \| .* \| fitted +\|")
         self.assertNotIn("cpu48", table)  # another source CPU: not what this compare ran
         # on another platform (compare --platform) the rows measured on this one are not shown
         for run in doc["runs"]:
