@@ -320,7 +320,7 @@ def to_html(blocks, plots, out_dir, title):
     for b in blocks:
         if b[0] in ("h1", "h2"):
             out.append("<%s>%s</%s>" % (b[0], _inline(b[1]), b[0]))
-        elif b[0] == "p":
+        elif b[0] in ("p", "html_p"):
             out.append("<p>%s</p>" % _inline(b[1]))
         elif b[0] == "ul":
             out.append("<ul>%s</ul>" % "".join("<li>%s</li>" % _inline(i) for i in b[1]))
@@ -410,6 +410,38 @@ def every_point_tables(data, metrics, variants, baseline, units, measured):
                         ["r"] * len(swept) + (["l"] if len(variants) > 1 else []) + ["r"] * 3,
                         None, len(swept))]
     return blocks
+
+
+EMAIL_INPUTS = 10  # the per-input sensitivity rows report.md and report.txt keep when the table is too wide
+
+
+def email_sensitivity_table(sens, units):
+    """The blocks of report.md and report.txt that stand for a per-input sensitivity table too
+    wide for 80 columns: the EMAIL_INPUTS inputs that swing the headline metrics (all, without
+    them) most, each once, at the variant and metric where it swings most (named where the rows
+    differ), with the change at each end."""
+    rows, seen = [], set()
+    for s in sorted(sens, key=_swing):  # each input once, where it swings most
+        key = (s.get("param"), s.get("alternative"))
+        if (not units or s.get("metric") in units) and key not in seen and len(rows) < EMAIL_INPUTS:
+            seen.add(key)
+            rows.append(s)
+    variants = len({s.get("variant") for s in rows}) > 1
+    metrics = len({s.get("metric") for s in rows}) > 1
+
+    def name(s):
+        p = s.get("param", "")
+        p = p[len("platform."):] if p.startswith("platform.") else p
+        return p + (" = %s" % s["alternative"] if "alternative" in s else "")
+    table = [[name(s)] + ([s.get("variant", "")] if variants else []) + ([s.get("metric", "")] if metrics else [])
+             + [cr.fmt_pct(change_from_nominal(s, "value_low")), cr.fmt_pct(change_from_nominal(s, "value_high"))]
+             for s in rows]
+    heads = ["input"] + (["variant"] if variants else []) + (["metric"] if metrics else []) + ["low end", "high end"]
+    return [("md_p", "The %d inputs that move %s most, each where it moves them most, by the change at "
+                     "each end of the input's range (platform inputs without their `platform.` prefix; every "
+                     "input, variant and metric with its kind, range and values is in report.html):"
+                     % (len(rows), "the headline metrics" if units else "the results")),
+            ("md_table", heads, table, ["l"] * (len(heads) - 2) + ["r", "r"])]
 
 
 def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measured_files=None):
@@ -551,14 +583,15 @@ def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measure
         blocks.append(("p", "No range is given for the differences: %s." % mode.get("why", "")))
     if sens:
         same = len({(s.get("metric"), s.get("variant")) for s in sens}) == 1
+        intro = []
         if same:
-            blocks.append(("p", "Effect of each input's low/high end on %s%s:" % (
+            intro.append("Effect of each input's low/high end on %s%s:" % (
                 sens[0].get("metric", ""),
-                " (%s)" % sens[0]["variant"] if sens[0].get("variant") else "")))
-        blocks.append(("p", "Kinds: estimate = a platform estimate over its declared range; calibrated = "
-                       "over the values that keep its calibration rows within tolerance; workload estimate "
-                       "= over the range its declaration gives; structural = another plausible mechanism (= name) run in "
-                       "place of the platform's; screened = short runs only."))
+                " (%s)" % sens[0]["variant"] if sens[0].get("variant") else ""))
+        intro.append("Kinds: estimate = a platform estimate over its declared range; calibrated = "
+                     "over the values that keep its calibration rows within tolerance; workload estimate "
+                     "= over the range its declaration gives; structural = another plausible mechanism (= name) run in "
+                     "place of the platform's; screened = short runs only.")
         srows = []
         for s in sorted(sens, key=_swing):
             c = nominal_value(s)
@@ -570,8 +603,14 @@ def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measure
                             cr.fmt_pct(cr.pct_diff(to_float(s.get("value_low")), c)),
                             cr.fmt_pct(cr.pct_diff(to_float(s.get("value_high")), c))])
         heads = ["input", "kind", "range"] + ([] if same else ["metric", "variant"])
-        blocks.append(("table", heads + ["at low", "nominal", "at high", "low", "high"],
-                       srows, ["l"] * len(heads) + ["r"] * 5))
+        full = ("table", heads + ["at low", "nominal", "at high", "low", "high"], srows, ["l"] * len(heads) + ["r"] * 5)
+        if table_width(full) <= TABLE_WIDTH:
+            blocks += [("p", t) for t in intro] + [full]
+        else:
+            # report.md and report.txt within 80 columns for email: the inputs that move the
+            # headline metrics most, by their change at each end; the whole table in report.html
+            blocks += [("html_p", t) for t in intro] + [("html_table",) + full[1:]]
+            blocks += email_sensitivity_table(sens, units)
         plot_tornado(plt, sens, baseline, out_dir, plots)
     rng = data.get("difference_range") or {}
     if rng:

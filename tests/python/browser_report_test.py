@@ -61,7 +61,9 @@ class ReportInBrowserTest(unittest.TestCase):
         self.assertRegex(measured, r"\| kp920\.ipi\.cpu0\.wmb +\| +1319 ns \| .* \| identity +\|")
         ranges = md.split("## Sensitivity")[1].split("\n## ")[0]
         self.assertIn("quick ranges", ranges)
-        self.assertRegex(ranges, r"\| platform\.cpu\.irq_entry +\| estimate +\|")
+        self.assertRegex(ranges, r"\| cpu\.irq_entry +\| \S+ +\| +-\d+\.\d+% \| +\+\d+\.\d+% \|")
+        for line in md.splitlines():  # within 80 columns for email
+            self.assertLessEqual(len(line), 80, line)
         rerun = md.split("## Reproduce")[1]
         command = re.sub(r"\s*\\\n\s*", " ", rerun)  # the command wrapped for email, joined again
         self.assertRegex(command, r"cohsim compare (\S*/)?configs/scenarios/ipi-kunpeng920\.json "
@@ -73,7 +75,8 @@ class ReportInBrowserTest(unittest.TestCase):
         for x86_only in ("nox2apic", "idle_exit_cycles", "schedule_idle_cycles"):
             self.assertNotIn(x86_only, params)
         html = (self.report / "report.html").read_text()
-        for text in ("Measured beside the model", "kp920.ipi.cpu0.barrier-gain", "Reproduce"):
+        for text in ("Measured beside the model", "kp920.ipi.cpu0.barrier-gain", "Reproduce",
+                     "<td>platform.cpu.irq_entry</td><td>estimate</td>"):  # the whole per-input table
             self.assertIn(text, html)
 
     def test_every_image_of_the_compare_report_loads_and_the_console_stays_clean(self):
