@@ -420,10 +420,11 @@ def email_sensitivity_table(sens, units):
     wide for 80 columns: the EMAIL_INPUTS inputs that swing the headline metrics (all, without
     them) most, each once, at the variant and metric where it swings most (named where the rows
     differ), with the change at each end."""
+    headline = [s for s in sens if s.get("metric") in units] or sens  # all when no row is a headline's
     rows, seen = [], set()
-    for s in sorted(sens, key=_swing):  # each input once, where it swings most
+    for s in sorted(headline, key=_swing):  # each input once, where it swings most
         key = (s.get("param"), s.get("alternative"))
-        if (not units or s.get("metric") in units) and key not in seen and len(rows) < EMAIL_INPUTS:
+        if key not in seen and len(rows) < EMAIL_INPUTS:
             seen.add(key)
             rows.append(s)
     variants = len({s.get("variant") for s in rows}) > 1
@@ -440,7 +441,7 @@ def email_sensitivity_table(sens, units):
     return [("md_p", "The %d inputs that move %s most, each where it moves them most, by the change at "
                      "each end of the input's range (platform inputs without their `platform.` prefix; every "
                      "input, variant and metric with its kind, range and values is in report.html):"
-                     % (len(rows), "the headline metrics" if units else "the results")),
+                     % (len(rows), "the headline metrics" if headline is not sens else "the results")),
             ("md_table", heads, table, ["l"] * (len(heads) - 2) + ["r", "r"])]
 
 
