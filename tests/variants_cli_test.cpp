@@ -232,3 +232,24 @@ TEST_CASE("a variant parameter no model reads on this platform is a warning, lis
   REQUIRE(params.exit_code == 0);
   CHECK_THAT(params.output, Catch::Contains("barrier = dsb-ishst") && Catch::Contains("no effect here"));
 }
+
+TEST_CASE("a workload parameter that only another variant reads, set with --set, is a warning, listed in "
+          "unused_params", "[cli][variants]") {
+  TempDir dir;
+  const std::string scen = source_path("configs/scenarios/smmu-kunpeng920.json"), out = dir.file("out.json");
+  const std::string small = "--set cpus=2 --set duration=100us --set warmup=20us";
+  auto other = run_cli(fmt::format("run {} --variant cmpxchg {} --set fallback_entry=lock-first --json {}", quoted(scen),
+                                   small, quoted(out)));
+  INFO(other.output);
+  REQUIRE(other.exit_code == 0);
+  CHECK_THAT(other.output, Catch::Contains("fallback_entry = \"lock-first\" (set by --set) has no effect in this run") &&
+                               Catch::Contains("read only by the spinlock-fallback variant"));
+  CHECK(results_of(out)["unused_params"].contains("params.fallback_entry"));
+
+  auto reader = run_cli(fmt::format("run {} --variant spinlock-fallback {} --set fallback_entry=lock-first --json {}",
+                                    quoted(scen), small, quoted(out)));
+  INFO(reader.output);
+  REQUIRE(reader.exit_code == 0);
+  CHECK_THAT(reader.output, !Catch::Contains("has no effect"));
+  CHECK(results_of(out)["unused_params"].empty());
+}

@@ -60,6 +60,9 @@ class DmaMapBench : public scenario::Workload {
                     "open problem fixed: a CPU that finds the spinlock held, pending or queued queues on it first) "
                     "or always-lock (an experiment: every claim takes the spinlock first, pricing the lock path)",
              .def = "cmpxchg-first", .choices = {"cmpxchg-first", "lock-first", "always-lock"}}));
+    if (variant_name_ != "spinlock-fallback")
+      for (const char* k : {"slock_line", "fallback_entry"})
+        p.unused(k, fmt::format("read only by the spinlock-fallback variant (this run: {})", variant_name_));
     sync_timeout_ = p.time(
         "cmd_sync_timeout",
         Spec{.doc = "a CMD_SYNC wait gives up after this (\"CMD_SYNC timeout\"); source: v5.9 arm-smmu-v3.h "

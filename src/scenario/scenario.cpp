@@ -188,13 +188,17 @@ Run::Run(const LoadedScenario& s, std::uint64_t seed) : s_(s) {
     unused_params_["params." + key] = unread_param_reason(s, *machine_);
   }
   config::check_all_read(checked, s.file, "params", registry_);
-  // A platform value set here (variant or --set) that its model marked unused.
-  for (const auto& p : registry_.provenance())
-    if (!p.unused_because.empty() && !set_by(s, p.path).empty()) unused_params_[p.path] = p.unused_because;
+  // A value set here (variant or --set) that its model marked unused: a platform path as it is,
+  // a workload parameter by its name (params.K is set as K).
+  for (const auto& p : registry_.provenance()) {
+    const std::string key = p.path.rfind("params.", 0) == 0 ? p.path.substr(7) : p.path;
+    if (!p.unused_because.empty() && !set_by(s, key).empty()) unused_params_[p.path] = p.unused_because;
+  }
   for (const auto& [path, why] : unused_params_) {
     const bool is_param = path.rfind("params.", 0) == 0;
     const std::string key = is_param ? path.substr(7) : path;
-    const json value = is_param ? s.params.at(key) : registry_.used.count(path) ? registry_.used.at(path) : json();
+    json value = is_param ? s.params.at(key) : registry_.used.count(path) ? registry_.used.at(path) : json();
+    if (value.is_object() && value.contains("value")) value = json(value["value"]);  // {value, source}: the value
     const std::string by = set_by(s, key);
     cohsim::log("scenario")->warn("{} = {} (set by {}) has no effect in this run: {}", key, value.dump(),
                                   by.empty() ? "the scenario file" : by, why);
