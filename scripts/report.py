@@ -17,6 +17,7 @@ import argparse
 import base64
 import html
 import json
+import math
 import re
 import statistics
 import sys
@@ -415,6 +416,55 @@ def every_point_tables(data, metrics, variants, baseline, units, measured):
 EMAIL_INPUTS = 10  # the per-input sensitivity rows report.md and report.txt keep when the table is too wide
 
 
+def email_difference_table(sens, units, baseline):
+    """The blocks of report.md and report.txt for a compare's too-wide per-input table: the
+    EMAIL_INPUTS inputs that move a headline metric's difference to the baseline most (the
+    first headline metric the rows have), with that difference at each end of the input's
+    range beside the nominal one; None when the rows do not hold the baseline's and another
+    variant's values of one metric."""
+    metrics = [m for m in units if any(s.get("metric") == m for s in sens)] or sorted({s.get("metric") for s in sens})
+    if not metrics:
+        return None
+    m = metrics[0]
+    key = lambda s: (s.get("param"), s.get("alternative"))  # noqa: E731
+    base = {key(s): s for s in sens if s.get("metric") == m and s.get("variant") == baseline}
+    found = []
+    for s in sens:
+        b = base.get(key(s))
+        if s.get("metric") != m or s.get("variant") in (None, baseline) or b is None:
+            continue
+        diff = lambda a, c: cr.pct_diff(to_float(a), to_float(c))  # noqa: E731
+        nominal, low, high = (diff(s.get("baseline_value"), b.get("baseline_value")),
+                              diff(s.get("value_low"), b.get("value_low")),
+                              diff(s.get("value_high"), b.get("value_high")))
+        if None in (nominal, low, high) or any(math.isnan(x) for x in (nominal, low, high)):
+            continue
+        found.append((max(abs(low - nominal), abs(high - nominal)), s, nominal, low, high))
+    if not found:
+        return None
+    found.sort(key=lambda t: -t[0])
+    rows, seen = [], set()
+    for swing, s, nominal, low, high in found:
+        if key(s) not in seen and len(rows) < EMAIL_INPUTS:
+            seen.add(key(s))
+            rows.append((s, nominal, low, high))
+    several = len({s.get("variant") for s, *_ in rows}) > 1
+    table = [[_input_name(s)] + ([s.get("variant", "")] if several else [])
+             + [cr.fmt_pct(nominal), cr.fmt_pct(low), cr.fmt_pct(high)] for s, nominal, low, high in rows]
+    heads = ["input"] + (["variant"] if several else []) + ["nominal", "at low end", "at high end"]
+    return [("md_p", "The %d inputs that move the difference in %s to %s most (the difference at each end "
+                     "of the input's range beside the nominal one; platform inputs without their `platform.` "
+                     "prefix; every input, variant and metric with its kind, range and values is in report.html):"
+                     % (len(rows), m, baseline)),
+            ("md_table", heads, table, ["l"] * (len(heads) - 3) + ["r"] * 3)]
+
+
+def _input_name(s):
+    p = s.get("param", "")
+    p = p[len("platform."):] if p.startswith("platform.") else p
+    return p + (" = %s" % s["alternative"] if "alternative" in s else "")
+
+
 def email_sensitivity_table(sens, units):
     """The blocks of report.md and report.txt that stand for a per-input sensitivity table too
     wide for 80 columns: the EMAIL_INPUTS inputs that swing the headline metrics (all, without
@@ -430,11 +480,7 @@ def email_sensitivity_table(sens, units):
     variants = len({s.get("variant") for s in rows}) > 1
     metrics = len({s.get("metric") for s in rows}) > 1
 
-    def name(s):
-        p = s.get("param", "")
-        p = p[len("platform."):] if p.startswith("platform.") else p
-        return p + (" = %s" % s["alternative"] if "alternative" in s else "")
-    table = [[name(s)] + ([s.get("variant", "")] if variants else []) + ([s.get("metric", "")] if metrics else [])
+    table = [[_input_name(s)] + ([s.get("variant", "")] if variants else []) + ([s.get("metric", "")] if metrics else [])
              + [cr.fmt_pct(change_from_nominal(s, "value_low")), cr.fmt_pct(change_from_nominal(s, "value_high"))]
              for s in rows]
     heads = ["input"] + (["variant"] if variants else []) + (["metric"] if metrics else []) + ["low end", "high end"]
@@ -611,14 +657,20 @@ def build_report(data, out_dir, baseline=None, title=None, log_y="auto", measure
             # report.md and report.txt within 80 columns for email: the inputs that move the
             # headline metrics most, by their change at each end; the whole table in report.html
             blocks += [("html_p", t) for t in intro] + [("html_table",) + full[1:]]
-            blocks += email_sensitivity_table(sens, units)
+            blocks += email_difference_table(sens, units, baseline) or email_sensitivity_table(sens, units)
         plot_tornado(plt, sens, baseline, out_dir, plots)
     rng = data.get("difference_range") or {}
     if rng:
         blocks.append(("p", "Predicted difference (%s vs %s) over the parameter ranges:"
                        % (", ".join(others) or "variant", baseline)))
-        blocks.append(("ul", ["%s: %s .. %s" % (m, _pct_or_na(r.get("low")), _pct_or_na(r.get("high")))
-                              for m, r in rng.items() if isinstance(r, dict)]))
+        items = [(name, r) for name, r in rng.items() if isinstance(r, dict)]
+        defined = [(n, r) for n, r in items if r.get("low") is not None and r.get("high") is not None]
+        first = lambda n: next((i for i, h in enumerate(units) if n == h or n.startswith(h + " ")), len(units))  # noqa: E731
+        defined.sort(key=lambda t: (first(t[0]), t[0]))  # the headline metrics first, in their order
+        blocks.append(("ul", ["%s: %s .. %s" % (n, cr.fmt_pct(r["low"]), cr.fmt_pct(r["high"])) for n, r in defined]))
+        undefined = [n for n, r in items if (n, r) not in defined]
+        if undefined:
+            blocks.append(("p", "No range (the baseline's value is 0): %s." % ", ".join(undefined)))
 
     crows = []
     for v in variants:

@@ -61,7 +61,10 @@ class ReportInBrowserTest(unittest.TestCase):
         self.assertRegex(measured, r"\| kp920\.ipi\.cpu0\.wmb +\| +1319 ns \| .* \| identity +\|")
         ranges = md.split("## Sensitivity")[1].split("\n## ")[0]
         self.assertIn("quick ranges", ranges)
-        self.assertRegex(ranges, r"\| cpu\.irq_entry +\| \S+ +\| +-\d+\.\d+% \| +\+\d+\.\d+% \|")
+        # the inputs that move the difference most, the one that can erase it first
+        self.assertIn("move the difference in ns_per_call to wmb most", ranges)
+        self.assertRegex(ranges, r"\| cpu\.system_write_slots +\| +-\d+\.\d+% \| +-\d+\.\d+% \| +0\.00% \|")
+        self.assertRegex(ranges, r"- ns_per_call \(dsb-ishst vs wmb\): -\d+\.\d+% \.\. 0\.00%")
         for line in md.splitlines():  # within 80 columns for email
             self.assertLessEqual(len(line), 80, line)
         rerun = md.split("## Reproduce")[1]

@@ -330,8 +330,10 @@ class CompareReportTest(ReportCase):
         page = res["html"].read_text()
         self.assertIn("<td>platform.cpu.wfi_wake</td><td>calibrated, screened</td><td>130ns .. 206ns</td>", page)
         self.assertIn("<td>platform.interconnect.die.latency</td><td>estimate</td>", page)
-        self.assertRegex(md, r"\| cpu\.wfi_wake +\|")
-        self.assertIn("- ipis_missed: n/a .. n/a", md)
+        # report.md: the inputs by what they do to the difference (here the same at every end)
+        self.assertRegex(md, r"move the difference in cmd_latency_ns\.p50 to wmb most")
+        self.assertRegex(md, r"\| interconnect\.die\.latency +\| +-9\.09% \| +-9\.09% \| +-9\.09% \|")
+        self.assertIn("No range (the baseline's value is 0): ipis_missed.", md)
         self.assertIn("tornado.png", res["plots"])
 
     def test_importable_api(self):
