@@ -359,7 +359,11 @@ int compare_impl(const CompareOptions& o, bool with_sensitivity) {
     if (!o.quiet) std::cerr << "compare: " << why << "\n";
   }
   if (with_sensitivity || quick) {
-    const std::string stored_ranges = source_dir() + "/data/calibrated-ranges.json";
+    // Named relative to the working directory when it is inside it, as the other inputs are.
+    std::string stored_ranges = source_dir() + "/data/calibrated-ranges.json";
+    std::error_code ec;
+    if (const auto rel = std::filesystem::proximate(stored_ranges, ec); !ec && !rel.empty() && *rel.begin() != "..")
+      stored_ranges = rel.string();
     SensitivityOptions so{.scenario = o.scenario, .variants = variants, .overrides = ov, .seed = o.seed,
                           .metric = o.metric, .screen_sets = overrides_of(o.screen_sets), .full_runs = o.full_runs,
                           .calibration_file = o.calibration.empty() ? source_dir() + "/data/calibration.json" : o.calibration,
