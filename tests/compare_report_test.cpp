@@ -4,6 +4,7 @@
 // quick ranges compare gives by default), and what reruns it (command, commit).
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 
 #include "test_support.hpp"
@@ -57,4 +58,25 @@ TEST_CASE("a default compare report stands the measured rows beside the model, l
   const std::string bare_text((std::istreambuf_iterator<char>(bare_md)), std::istreambuf_iterator<char>());
   CHECK_THAT(bare_text, !Catch::Contains("Predicted difference"));
   CHECK(run_cli("compare " + quoted(scenario) + " --sensitivity --no-sensitivity").exit_code == 2);
+}
+
+TEST_CASE("a report written into a directory that holds files it did not write says so and leaves them",
+          "[cli][report]") {
+  TempDir dir;
+  const std::string rep = dir.file("rep");
+  std::filesystem::create_directories(rep);
+  { std::ofstream(rep + "/bars_from_an_older_compare.png") << "x"; }
+  const std::string cmd = fmt::format("compare {} --variants wmb,dsb-ishst --set rounds=2 --no-sensitivity --report {}",
+                                      quoted(source_path("configs/scenarios/ipi-kunpeng920.json")), quoted(rep));
+  auto stale = run_cli(cmd);
+  INFO(stale.output);
+  REQUIRE(stale.exit_code == 0);
+  CHECK_THAT(stale.output, Catch::Contains("also holds 1 file(s) this report did not write") &&
+                               Catch::Contains("bars_from_an_older_compare.png"));
+  CHECK(std::filesystem::exists(rep + "/bars_from_an_older_compare.png"));
+  std::filesystem::remove(rep + "/bars_from_an_older_compare.png");
+  auto again = run_cli(cmd);  // the same report again: its own files only
+  INFO(again.output);
+  REQUIRE(again.exit_code == 0);
+  CHECK_THAT(again.output, !Catch::Contains("did not write"));
 }

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <set>
+#include <vector>
 
 #include "cli.hpp"
 #include "provenance.hpp"
@@ -44,7 +47,23 @@ ReportStaging::~ReportStaging() {
 }
 
 void ReportStaging::commit() {
-  for (const auto& entry : fs::directory_iterator(staging_)) fs::rename(entry.path(), dir_ / entry.path().filename());
+  std::set<std::string> written;
+  for (const auto& entry : fs::directory_iterator(staging_)) {
+    written.insert(entry.path().filename().string());
+    fs::rename(entry.path(), dir_ / entry.path().filename());
+  }
+  // Files of an earlier report left beside this one would read as part of it: say so (they are not removed).
+  std::vector<std::string> others;
+  for (const auto& entry : fs::directory_iterator(dir_))
+    if (entry.is_regular_file() && !written.count(entry.path().filename().string()))
+      others.push_back(entry.path().filename().string());
+  if (others.empty()) return;
+  std::sort(others.begin(), others.end());
+  std::string names;
+  for (std::size_t i = 0; i < others.size() && i < 5; ++i) names += (i ? ", " : "") + others[i];
+  std::cerr << fmt::format("cohsim: {} also holds {} file(s) this report did not write ({}{}), from an earlier report "
+                           "or another tool; they are left there: use a new directory to keep reports apart\n",
+                           dir_.string(), others.size(), names, others.size() > 5 ? ", ..." : "");
 }
 
 bool run_report_script(const std::vector<std::string>& args) {
