@@ -252,4 +252,12 @@ TEST_CASE("a workload parameter that only another variant reads, set with --set,
   REQUIRE(reader.exit_code == 0);
   CHECK_THAT(reader.output, !Catch::Contains("has no effect"));
   CHECK(results_of(out)["unused_params"].empty());
+
+  // a parameter the scenario file leaves at its default (no provenance of its own): the same
+  auto stock = run_cli(fmt::format("run {} --variant qspinlock --set duration=1ms --set cna_handoffs=5 --json {}",
+                                   quoted(source_path("configs/scenarios/locktorture-haswell-ex.json")), quoted(out)));
+  INFO(stock.output);
+  REQUIRE(stock.exit_code == 0);
+  CHECK_THAT(stock.output, Catch::Contains("cna_handoffs = 5 (set by --set) has no effect in this run"));
+  CHECK(results_of(out)["unused_params"].contains("params.cna_handoffs"));
 }

@@ -112,8 +112,8 @@ int cmd_params(const std::vector<std::string>& args) {
     if (const auto it = provenance.find(path); it != provenance.end()) {
       if (!it->second->workload) row["source"] = it->second->source;
       if (!it->second->range_low.is_null()) row["range"] = {it->second->range_low, it->second->range_high};
-      if (!it->second->unused_because.empty()) row["unused_because"] = it->second->unused_because;
     }
+    if (const auto why = reg.unused().find(path); why != reg.unused().end()) row["unused_because"] = why->second;
     rows.push_back(row);
   }
   for (const auto& key : unread)

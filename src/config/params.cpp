@@ -286,6 +286,7 @@ const json* Reader::value_of(std::string_view key, Kind kind, const Spec& s) {
 }
 
 void Registry::mark_unused(const std::string& path, std::string why) {
+  unused_[path] = why;
   for (auto it = provenance_.rbegin(); it != provenance_.rend(); ++it)
     if (it->path == path) {
       it->unused_because = std::move(why);
@@ -295,7 +296,10 @@ void Registry::mark_unused(const std::string& path, std::string why) {
 
 void Registry::mark_unused_under(const std::string& prefix, const std::string& why) {
   for (auto& p : provenance_)
-    if (p.path.rfind(prefix, 0) == 0 && p.unused_because.empty()) p.unused_because = why;
+    if (p.path.rfind(prefix, 0) == 0 && p.unused_because.empty()) {
+      p.unused_because = why;
+      unused_.emplace(p.path, why);
+    }
 }
 
 void Reader::unused(std::string_view key, std::string why) {

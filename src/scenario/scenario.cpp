@@ -190,9 +190,9 @@ Run::Run(const LoadedScenario& s, std::uint64_t seed) : s_(s) {
   config::check_all_read(checked, s.file, "params", registry_);
   // A value set here (variant or --set) that its model marked unused: a platform path as it is,
   // a workload parameter by its name (params.K is set as K).
-  for (const auto& p : registry_.provenance()) {
-    const std::string key = p.path.rfind("params.", 0) == 0 ? p.path.substr(7) : p.path;
-    if (!p.unused_because.empty() && !set_by(s, key).empty()) unused_params_[p.path] = p.unused_because;
+  for (const auto& [path, why] : registry_.unused()) {
+    const std::string key = path.rfind("params.", 0) == 0 ? path.substr(7) : path;
+    if (!set_by(s, key).empty()) unused_params_[path] = why;
   }
   for (const auto& [path, why] : unused_params_) {
     const bool is_param = path.rfind("params.", 0) == 0;

@@ -89,6 +89,9 @@ class Registry {
   void mark_unused(const std::string& path, std::string why);
   /// Marks every value read under `prefix` (e.g. "platform.smmu.") that has no reason yet as having no effect.
   void mark_unused_under(const std::string& prefix, const std::string& why);
+  /// Every value marked as having no effect, by path, with why: those with a provenance entry (sourced
+  /// values) and those without (a workload parameter the file leaves at its default or a --set gives).
+  const std::map<std::string, std::string>& unused() const { return unused_; }
   const std::vector<Provenance>& provenance() const { return provenance_; }
   /// Every value read, defaults included, by dotted path.
   std::map<std::string, json> used;
@@ -98,6 +101,7 @@ class Registry {
  private:
   bool schema_mode_;
   std::set<std::string> read_;
+  std::map<std::string, std::string> unused_;
   std::vector<Provenance> provenance_;
 };
 
