@@ -101,8 +101,7 @@ CalibratedRange calibrated_range(const config::Provenance& p, const std::string&
   if (r.rows.empty()) return finish(fmt::format("not varied: its rows ({}) run on other platforms", joined(elsewhere)));
   const auto num = numeric_of(p.value);
   if (!num) return finish("not varied: not a time or a plain number");
-  // Platform paths are --set keys as they are; a workload parameter's is its name.
-  const std::string key = p.workload && p.path.rfind("params.", 0) == 0 ? p.path.substr(7) : p.path;
+  const std::string key = scenario::override_key(p.path);
   std::vector<std::string> failed;  // values whose runs failed: outside the range, and said so
   auto holds_at = [&](double x) {
     json w = num->written(x);

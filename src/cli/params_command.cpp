@@ -105,8 +105,8 @@ int cmd_params(const std::vector<std::string>& args) {
   json rows = json::array();
   for (const auto& [path, value] : reg.used) {
     const json decl = declared.count(path) ? declared.at(path) : json{{"doc", ""}, {"kind", ""}, {"bounds", ""}};
-    const bool is_param = path.rfind("params.", 0) == 0;
-    const std::string key = is_param ? path.substr(7) : path;
+    const std::string key = scenario::override_key(path);
+    const bool is_param = key != path;
     json row = {{"name", key}, {"value", value}, {"kind", decl["kind"]}, {"bounds", decl["bounds"]},
                 {"doc", decl["doc"]}, {"set_by", origin(key, is_param)}, {"source", ""}, {"range", json::array()}};
     if (const auto it = provenance.find(path); it != provenance.end()) {

@@ -373,7 +373,7 @@ int run_sensitivity(const SensitivityOptions& o, const std::vector<RunOutput>& n
     for (std::size_t b = 0; b < inputs[i].values.size(); ++b) {
       auto ov = full ? o.overrides : short_ov;
       const json& value = inputs[i].values[b];
-      ov.push_back({inputs[i].path.rfind("params.", 0) == 0 ? inputs[i].path.substr(7) : inputs[i].path, text_of(value)});
+      ov.push_back({scenario::override_key(inputs[i].path), text_of(value)});
       try {
         outcomes[i].at[b] = run_variants(o, ov, nominal);
       } catch (const std::exception& e) {  // one input's failure (e.g. the watchdog) does not end the study

@@ -190,13 +190,11 @@ Run::Run(const LoadedScenario& s, std::uint64_t seed) : s_(s) {
   config::check_all_read(checked, s.file, "params", registry_);
   // A value set here (variant or --set) that its model marked unused: a platform path as it is,
   // a workload parameter by its name (params.K is set as K).
-  for (const auto& [path, why] : registry_.unused()) {
-    const std::string key = path.rfind("params.", 0) == 0 ? path.substr(7) : path;
-    if (!set_by(s, key).empty()) unused_params_[path] = why;
-  }
+  for (const auto& [path, why] : registry_.unused())
+    if (!set_by(s, override_key(path)).empty()) unused_params_[path] = why;
   for (const auto& [path, why] : unused_params_) {
-    const bool is_param = path.rfind("params.", 0) == 0;
-    const std::string key = is_param ? path.substr(7) : path;
+    const std::string key = override_key(path);
+    const bool is_param = key != path;
     json value = is_param ? s.params.at(key) : registry_.used.count(path) ? registry_.used.at(path) : json();
     if (value.is_object() && value.contains("value")) value = json(value["value"]);  // {value, source}: the value
     const std::string by = set_by(s, key);
@@ -247,7 +245,7 @@ Results Run::execute() { return workload_->run(); }
 json Run::params_used() const {
   json out = json::object();
   for (const auto& [path, v] : registry_.used)
-    if (path.rfind("params.", 0) == 0) out[path.substr(7)] = v;
+    if (const std::string key = override_key(path); key != path) out[key] = v;
   return out;
 }
 

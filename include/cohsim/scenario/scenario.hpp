@@ -62,6 +62,11 @@ struct Override {
 };
 /// Parses "KEY=VALUE"; throws ConfigError on a malformed one.
 Override parse_override(const std::string& text);
+/// The --set key of a value's dotted path: a platform path as it is, a workload parameter
+/// ("params.K") by its name K.
+inline std::string override_key(const std::string& path) {
+  return path.rfind("params.", 0) == 0 ? path.substr(7) : path;
+}
 
 /// A scenario file with one variant chosen and overrides applied.
 struct LoadedScenario {
