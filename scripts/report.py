@@ -426,28 +426,23 @@ def email_difference_table(sens, units, baseline):
     if not metrics:
         return None
     m = metrics[0]
-    key = lambda s: (s.get("param"), s.get("alternative"))  # noqa: E731
-    base = {key(s): s for s in sens if s.get("metric") == m and s.get("variant") == baseline}
+    base = {_input_key(s): s for s in sens if s.get("metric") == m and s.get("variant") == baseline}
+
+    def diff(s, b, k):
+        return cr.pct_diff(to_float(s.get(k)), to_float(b.get(k)))
     found = []
     for s in sens:
-        b = base.get(key(s))
+        b = base.get(_input_key(s))
         if s.get("metric") != m or s.get("variant") in (None, baseline) or b is None:
             continue
-        diff = lambda a, c: cr.pct_diff(to_float(a), to_float(c))  # noqa: E731
-        nominal, low, high = (diff(s.get("baseline_value"), b.get("baseline_value")),
-                              diff(s.get("value_low"), b.get("value_low")),
-                              diff(s.get("value_high"), b.get("value_high")))
+        nominal, low, high = (diff(s, b, k) for k in ("baseline_value", "value_low", "value_high"))
         if None in (nominal, low, high) or any(math.isnan(x) for x in (nominal, low, high)):
             continue
         found.append((max(abs(low - nominal), abs(high - nominal)), s, nominal, low, high))
     if not found:
         return None
     found.sort(key=lambda t: -t[0])
-    rows, seen = [], set()
-    for swing, s, nominal, low, high in found:
-        if key(s) not in seen and len(rows) < EMAIL_INPUTS:
-            seen.add(key(s))
-            rows.append((s, nominal, low, high))
+    rows = [t[1:] for t in _each_input_once(found, lambda t: t[1])]
     several = len({s.get("variant") for s, *_ in rows}) > 1
     table = [[_input_name(s)] + ([s.get("variant", "")] if several else [])
              + [cr.fmt_pct(nominal), cr.fmt_pct(low), cr.fmt_pct(high)] for s, nominal, low, high in rows]
@@ -457,6 +452,21 @@ def email_difference_table(sens, units, baseline):
                      "prefix; every input, variant and metric with its kind, range and values is in report.html):"
                      % (len(rows), m, baseline)),
             ("md_table", heads, table, ["l"] * (len(heads) - 3) + ["r"] * 3)]
+
+
+def _input_key(s):
+    """A sensitivity row's input: its parameter and, for a structural one, the alternative."""
+    return s.get("param"), s.get("alternative")
+
+
+def _each_input_once(items, row_of):
+    """The first EMAIL_INPUTS of ITEMS whose sensitivity row (ROW_OF(item)) names an input not seen before."""
+    out, seen = [], set()
+    for item in items:
+        if _input_key(row_of(item)) not in seen and len(out) < EMAIL_INPUTS:
+            seen.add(_input_key(row_of(item)))
+            out.append(item)
+    return out
 
 
 def _input_name(s):
@@ -471,12 +481,7 @@ def email_sensitivity_table(sens, units):
     them) most, each once, at the variant and metric where it swings most (named where the rows
     differ), with the change at each end."""
     headline = [s for s in sens if s.get("metric") in units] or sens  # all when no row is a headline's
-    rows, seen = [], set()
-    for s in sorted(headline, key=_swing):  # each input once, where it swings most
-        key = (s.get("param"), s.get("alternative"))
-        if key not in seen and len(rows) < EMAIL_INPUTS:
-            seen.add(key)
-            rows.append(s)
+    rows = _each_input_once(sorted(headline, key=_swing), lambda s: s)  # where each swings most
     variants = len({s.get("variant") for s in rows}) > 1
     metrics = len({s.get("metric") for s in rows}) > 1
 
